@@ -1,0 +1,57 @@
+# snug: all setup on a fresh Debian 12 machine (root) is done by these targets.
+# Kubernetes binaries are built once into $(HOME)/.cache/snug and reused.
+SHELL := /bin/bash
+GO ?= go
+BIN := $(CURDIR)/bin
+KUBERNETES_VERSION ?= 1.35.4
+# Versions the e2e suite runs against, one lab after the other.
+E2E_VERSIONS ?= 1.35.4 1.37.2
+E2E_TIMEOUT ?= 40m
+
+.PHONY: all build deps test unit e2e demo lab-up lab-down lab-status fmt vet clean
+
+all: build
+
+deps:
+	@command -v $(GO) >/dev/null || { echo "go is not on PATH (Go 1.26 is expected at /usr/local/go/bin)"; exit 1; }
+	$(GO) mod download
+
+build: deps
+	$(GO) build -o $(BIN)/snug ./cmd/snug
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o $(BIN)/snug-load ./cmd/snug-load
+	ln -sf snug $(BIN)/kubectl-snug
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+
+vet:
+	$(GO) vet ./...
+	$(GO) vet -tags e2e ./test/e2e/
+
+# The whole suite: unit tests, then the e2e tests on a real lab per version.
+test: build vet unit e2e
+
+unit:
+	$(GO) test -race -shuffle=on ./...
+
+e2e: build
+	@set -e; for v in $(E2E_VERSIONS); do \
+	  echo "=== e2e on Kubernetes $$v"; \
+	  SNUG_KUBERNETES_VERSION=$$v SNUG_BIN=$(BIN) $(GO) test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -v ./test/e2e/ 2>&1 | tee /tmp/snug-e2e-$$v.log; \
+	  test $${PIPESTATUS[0]} -eq 0; \
+	done
+
+demo: build
+	$(BIN)/snug demo --kubernetes-version $(KUBERNETES_VERSION)
+
+lab-up: build
+	$(BIN)/snug lab up --kubernetes-version $(KUBERNETES_VERSION)
+
+lab-down: build
+	$(BIN)/snug lab down
+
+lab-status: build
+	$(BIN)/snug lab status
+
+clean:
+	rm -rf $(BIN)

@@ -1,0 +1,18 @@
+// Command snug-load is the lab's workload: it burns a given number of CPU
+// millicores and holds a given amount of touched memory, both changeable at
+// run time through a control directory or HTTP, so that snug's resizes can
+// be driven and watched. It is static (CGO_ENABLED=0) and imports only the
+// standard library and internal/loadgen, since it runs in a hand-made image
+// with no C library:
+//
+//	CGO_ENABLED=0 go build -o bin/snug-load ./cmd/snug-load
+//
+// Usage:
+//
+//	snug-load [--cpu 300m] [--memory 100Mi] [--control-dir /control]
+//	          [--listen :8080] [--marker PATH] [--pod-name NAME]
+//	snug-load pause
+//
+// With pause it is the pod sandbox's PID 1: it reaps orphans and exits 0 on
+// SIGTERM or SIGINT.
+package main

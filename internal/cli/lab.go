@@ -1,0 +1,144 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/snug-dev/snug/internal/lab"
+)
+
+func newLabCommand(stdout, stderr io.Writer) *cobra.Command {
+	opts := lab.NewOptions()
+	cmd := &cobra.Command{
+		Use:   "lab",
+		Short: "A real single-node Kubernetes on this machine (etcd, control plane, containerd, kubelet)",
+		PersistentPreRunE: func(*cobra.Command, []string) error {
+			return opts.Validate()
+		},
+	}
+	opts.AddFlags(cmd.PersistentFlags())
+
+	up := &cobra.Command{
+		Use:   "up",
+		Short: "Build (once) and start the lab; waits until the node is Ready",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			start := time.Now()
+			err := lab.Up(cmd.Context(), opts, stdout)
+			if errors.Is(err, lab.ErrAlreadyUp) {
+				fmt.Fprintf(stdout, "the lab is already up; nothing changed\n  export KUBECONFIG=%s\n", opts.Kubeconfig())
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "took %.1fs\n", time.Since(start).Seconds())
+			return nil
+		},
+	}
+	var purge bool
+	down := &cobra.Command{
+		Use:   "down",
+		Short: "Stop everything the lab started and remove its namespace and mounts",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := lab.Down(cmd.Context(), opts, stdout); err != nil {
+				return err
+			}
+			if purge {
+				if err := lab.Purge(opts); err != nil {
+					return err
+				}
+			}
+			fmt.Fprintln(stdout, "lab down")
+			return nil
+		},
+	}
+	down.Flags().BoolVar(&purge, "purge", false, "also delete the lab directory (logs, certificates)")
+	status := &cobra.Command{
+		Use:   "status",
+		Short: "Show each lab component, its PID and health",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "COMPONENT\tPID\tRUNNING\tHEALTHY\tDETAIL")
+			allOK := true
+			for _, h := range lab.Status(cmd.Context(), opts) {
+				pid := "-"
+				if h.PID > 0 {
+					pid = fmt.Sprint(h.PID)
+				}
+				allOK = allOK && h.Healthy
+				fmt.Fprintf(tw, "%s\t%s\t%v\t%v\t%s\n", h.Name, pid, h.Running, h.Healthy, truncate(h.Detail, 60))
+			}
+			tw.Flush()
+			if !allOK {
+				return withExitCode(3, errors.New("the lab is not (fully) up"))
+			}
+			return nil
+		},
+	}
+	kubeconfig := &cobra.Command{
+		Use:   "kubeconfig",
+		Short: "Print the path of the lab's admin kubeconfig",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			fmt.Fprintln(stdout, opts.Kubeconfig())
+			return nil
+		},
+	}
+	env := &cobra.Command{
+		Use:   "env",
+		Short: "Print shell exports for kubectl against the lab: eval \"$(snug lab env)\"",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			fmt.Fprintf(stdout, "export KUBECONFIG=%s\nexport PATH=%s:$PATH\n", opts.Kubeconfig(), opts.BinDir())
+			return nil
+		},
+	}
+	kubectl := &cobra.Command{
+		Use:                "kubectl [ARGS...]",
+		Short:              "Run the lab's kubectl against the lab",
+		DisableFlagParsing: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c := exec.CommandContext(cmd.Context(), opts.BinDir()+"/kubectl", append([]string{"--kubeconfig", opts.Kubeconfig()}, args...)...)
+			c.Stdin, c.Stdout, c.Stderr = os.Stdin, stdout, stderr
+			if err := c.Run(); err != nil {
+				var ee *exec.ExitError
+				if errors.As(err, &ee) {
+					return withExitCode(ee.ExitCode(), fmt.Errorf("kubectl: %w", err))
+				}
+				return err
+			}
+			return nil
+		},
+	}
+	build := &cobra.Command{
+		Use:   "build",
+		Short: "Build (or find cached) the Kubernetes binaries of --kubernetes-version",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := lab.EnsureBinaries(cmd.Context(), opts, stdout); err != nil {
+				return err
+			}
+			fmt.Fprintln(stdout, opts.BinDir())
+			return nil
+		},
+	}
+	cmd.AddCommand(up, down, status, kubeconfig, env, kubectl, build)
+	return cmd
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-1] + "…"
+}

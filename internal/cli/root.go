@@ -1,0 +1,53 @@
+// Package cli holds snug's subcommands, one file each. It parses flags into
+// each subcommand's Options, validates them and calls into the packages that
+// do the work; it never exits the process (only main does).
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+)
+
+// exitError carries a specific exit code out of a subcommand.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+// withExitCode wraps err so that Run returns code instead of 1.
+func withExitCode(code int, err error) error { return &exitError{code: code, err: err} }
+
+// Run executes snug with args and returns the process exit code.
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	root := newRootCommand(stdout, stderr)
+	root.SetArgs(args)
+	if err := root.ExecuteContext(ctx); err != nil {
+		fmt.Fprintf(stderr, "snug: %v\n", err)
+		var ee *exitError
+		if errors.As(err, &ee) {
+			return ee.code
+		}
+		return 1
+	}
+	return 0
+}
+
+func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "snug",
+		Short:         "Real-time, in-place vertical pod autoscaler for Kubernetes",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.AddCommand(newLabCommand(stdout, stderr), newDemoCommand(stdout, stderr))
+	return root
+}

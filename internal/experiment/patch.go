@@ -1,0 +1,141 @@
+package experiment
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// jsonOp is one RFC 6902 operation.
+type jsonOp struct {
+	Op    string `json:"op"`
+	Path  string `json:"path"`
+	Value string `json:"value"`
+}
+
+// resizeJSONPatch replaces values of the first container's resources, as
+// the field report's `kubectl patch --subresource resize --type=json` did.
+// fields alternates a path under resources ("requests/cpu") and its value.
+func resizeJSONPatch(fields ...string) []byte {
+	if len(fields)%2 != 0 {
+		panic("resizeJSONPatch: odd number of arguments")
+	}
+	ops := make([]jsonOp, 0, len(fields)/2)
+	for i := 0; i < len(fields); i += 2 {
+		ops = append(ops, jsonOp{Op: "replace", Path: "/spec/containers/0/resources/" + fields[i], Value: fields[i+1]})
+	}
+	b, err := json.Marshal(ops)
+	if err != nil {
+		panic(err) // strings always marshal
+	}
+	return b
+}
+
+// cpuPatch sets cpu requests and limits together, which keeps a Guaranteed
+// pod Guaranteed.
+func cpuPatch(cpu string) []byte {
+	return resizeJSONPatch("requests/cpu", cpu, "limits/cpu", cpu)
+}
+
+// memoryPatch sets memory requests and limits together.
+func memoryPatch(mem string) []byte {
+	return resizeJSONPatch("requests/memory", mem, "limits/memory", mem)
+}
+
+// APIError is a refusal from the API server, as its Status carried it.
+type APIError struct {
+	// Code is the HTTP status code, e.g. 403 or 422.
+	Code int32
+	// Reason is the Status reason, e.g. Forbidden or Invalid.
+	Reason metav1.StatusReason
+	// Message is the Status message.
+	Message string
+	// Causes are the Status details' causes, as "type field: message"
+	// with empty parts left out (PodResizeValidator's is "NodeCapacity").
+	Causes []string
+}
+
+func (e *APIError) Error() string { return fmt.Sprintf("%d %s: %s", e.Code, e.Reason, e.Message) }
+
+// PatchOutcome is what became of one patch to the resize subresource.
+type PatchOutcome struct {
+	// Type is the patch type, Body the patch as sent.
+	Type types.PatchType
+	Body string
+	// Sent is just before the request, Returned just after the answer.
+	Sent, Returned time.Time
+	// Rejected is the API server's refusal; nil if the patch was accepted.
+	Rejected *APIError
+	// Pod is the pod the API server returned; zero if rejected.
+	Pod PodState
+}
+
+// Latency is how long the API server took to answer.
+func (o PatchOutcome) Latency() time.Duration { return o.Returned.Sub(o.Sent) }
+
+// patchResize sends a patch to the pod's resize subresource and records it
+// on the timeline. A refusal by the API server is an outcome, not an
+// error; the error is for anything else (the server could not be reached).
+func (s *session) patchResize(ctx context.Context, w *podWatch, pt types.PatchType, body []byte) (PatchOutcome, error) {
+	o := PatchOutcome{Type: pt, Body: string(body), Sent: s.env.now()}
+	p, err := s.env.Client.CoreV1().Pods(s.run.Namespace).Patch(ctx, w.name, pt, body, metav1.PatchOptions{}, "resize")
+	o.Returned = s.env.now()
+	var status apierrors.APIStatus
+	switch {
+	case err == nil:
+		o.Pod = stateOf(p, o.Returned)
+		s.step(fmt.Sprintf("%s patch accepted in %s", patchName(pt), o.Latency().Round(time.Millisecond)), o.Pod, o.Body)
+		return o, nil
+	case errors.As(err, &status):
+		st := status.Status()
+		o.Rejected = &APIError{Code: st.Code, Reason: st.Reason, Message: st.Message}
+		if st.Details != nil {
+			for _, c := range st.Details.Causes {
+				o.Rejected.Causes = append(o.Rejected.Causes, causeString(c))
+			}
+		}
+		last := w.latest()
+		last.At = o.Returned
+		s.step(fmt.Sprintf("%s patch rejected: %d %s", patchName(pt), st.Code, st.Reason), last, st.Message)
+		return o, nil
+	default:
+		return o, fmt.Errorf("patching resize of pod %s: %w", w.name, err)
+	}
+}
+
+// mustAccept turns a refused patch into an error, for experiments that
+// need the patch to go through.
+func (o PatchOutcome) mustAccept() error {
+	if o.Rejected != nil {
+		return fmt.Errorf("patching resize: rejected: %w", o.Rejected)
+	}
+	return nil
+}
+
+// causeString is "type field: message", leaving out empty parts.
+func causeString(c metav1.StatusCause) string {
+	s := strings.TrimSpace(string(c.Type) + " " + c.Field)
+	if c.Message != "" {
+		s += ": " + c.Message
+	}
+	return s
+}
+
+func patchName(pt types.PatchType) string {
+	switch pt {
+	case types.JSONPatchType:
+		return "JSON"
+	case types.MergePatchType:
+		return "merge"
+	case types.StrategicMergePatchType:
+		return "strategic merge"
+	}
+	return string(pt)
+}

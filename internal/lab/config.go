@@ -1,0 +1,207 @@
+package lab
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/snug-dev/snug/internal/lab/pki"
+)
+
+// The sandbox image containerd runs for every pod; the lab imports an image
+// of that name (snug-load in pause mode) since no registry can be reached.
+const sandboxImage = "registry.k8s.io/pause:3.10"
+
+func containerdSock(o *Options) string { return o.path("run", "containerd", "containerd.sock") }
+
+// containerdConfig is containerd 1.6's CRI configuration. restrict_oom_score_adj
+// keeps containerd from asking runc for an oom_score_adj below its own: this
+// machine has no CAP_SYS_RESOURCE, and the kubelet's -998/-997 would make
+// runc fail ("can't get final child's PID from pipe: EOF").
+func containerdConfig(o *Options) string {
+	return fmt.Sprintf(`version = 2
+root = %q
+state = %q
+oom_score = 0
+
+[grpc]
+  address = %q
+
+[ttrpc]
+  address = %q
+
+[plugins."io.containerd.internal.v1.opt"]
+  path = %q
+
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = %q
+  restrict_oom_score_adj = true
+  disable_apparmor = true
+  enable_selinux = false
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        BinaryName = "/usr/sbin/runc"
+        SystemdCgroup = false
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/usr/lib/cni"
+    conf_dir = %q
+`, o.path("containerd", "root"), o.path("run", "containerd", "state"), containerdSock(o),
+		containerdSock(o)+".ttrpc", o.path("containerd", "opt"), sandboxImage, o.path("cni", "net.d"))
+}
+
+// cniConfig is a bridge network for pods, living inside the lab namespace.
+func cniConfig(o *Options) string {
+	return fmt.Sprintf(`{
+  "cniVersion": "0.4.0",
+  "name": "snug-lab",
+  "plugins": [
+    {
+      "type": "bridge",
+      "bridge": "snugbr0",
+      "isGateway": true,
+      "ipMasq": false,
+      "hairpinMode": true,
+      "ipam": {
+        "type": "host-local",
+        "dataDir": %q,
+        "ranges": [[{"subnet": %q}]],
+        "routes": [{"dst": "0.0.0.0/0"}]
+      }
+    }
+  ]
+}
+`, o.path("cni", "ipam"), o.PodCIDR)
+}
+
+// kubeletConfig is the KubeletConfiguration. cgroupfs driver (there is no
+// systemd), failCgroupV1 false (this machine's cgroups are hybrid, v1 for
+// cpu and memory), and no reserved resources so allocatable is the machine.
+func kubeletConfig(o *Options, p *pki.Set) string {
+	return fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+cgroupDriver: cgroupfs
+failCgroupV1: false
+failSwapOn: false
+containerRuntimeEndpoint: unix://%s
+imageServiceEndpoint: unix://%s
+podLogsDir: %s
+address: %s
+port: 10250
+readOnlyPort: 0
+healthzBindAddress: %s
+healthzPort: 10248
+tlsCertFile: %s
+tlsPrivateKeyFile: %s
+rotateCertificates: false
+serverTLSBootstrap: false
+authentication:
+  anonymous:
+    enabled: false
+  webhook:
+    enabled: true
+  x509:
+    clientCAFile: %s
+authorization:
+  mode: Webhook
+clusterDomain: cluster.local
+resolvConf: /etc/resolv.conf
+protectKernelDefaults: false
+makeIPTablesUtilChains: false
+imageGCHighThresholdPercent: 100
+evictionHard:
+  memory.available: 100Mi
+  nodefs.available: "1%%"
+  imagefs.available: "1%%"
+nodeStatusUpdateFrequency: 4s
+`, containerdSock(o), containerdSock(o), o.path("pod-logs"), o.NodeIP, o.NodeIP,
+		p.KubeletCert, p.KubeletKey, p.CACert)
+}
+
+// writeConfigs writes every generated config file of the lab.
+func writeConfigs(o *Options, p *pki.Set) error {
+	files := map[string]string{
+		o.path("containerd", "config.toml"):            containerdConfig(o),
+		o.path("cni", "net.d", "10-snug-lab.conflist"): cniConfig(o),
+		o.path("kubelet", "config.yaml"):               kubeletConfig(o, p),
+	}
+	for path, content := range files {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return fmt.Errorf("writing %s: %w", path, err)
+		}
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			return fmt.Errorf("writing %s: %w", path, err)
+		}
+	}
+	return nil
+}
+
+// component is one process of the lab, in start order.
+type component struct {
+	name string
+	argv []string
+}
+
+func components(o *Options, p *pki.Set) []component {
+	bin := func(name string) string { return filepath.Join(o.BinDir(), name) }
+	return []component{
+		{"etcd", []string{"etcd",
+			"--name=snug-lab",
+			"--data-dir=" + o.path("etcd"),
+			"--listen-client-urls=http://127.0.0.1:2379",
+			"--advertise-client-urls=http://127.0.0.1:2379",
+			"--listen-peer-urls=http://127.0.0.1:2380",
+			"--initial-advertise-peer-urls=http://127.0.0.1:2380",
+			"--initial-cluster=snug-lab=http://127.0.0.1:2380",
+			"--listen-metrics-urls=http://" + o.NodeIP + ":2381",
+		}},
+		{"kube-apiserver", []string{bin("kube-apiserver"),
+			"--etcd-servers=http://127.0.0.1:2379",
+			"--bind-address=0.0.0.0",
+			"--secure-port=6443",
+			"--advertise-address=" + o.NodeIP,
+			"--tls-cert-file=" + p.APIServerCert,
+			"--tls-private-key-file=" + p.APIServerKey,
+			"--client-ca-file=" + p.CACert,
+			"--service-account-key-file=" + p.SAPub,
+			"--service-account-signing-key-file=" + p.SAKey,
+			"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+			"--service-cluster-ip-range=" + o.ServiceCIDR,
+			"--authorization-mode=Node,RBAC",
+			"--kubelet-client-certificate=" + p.KubeletClientCert,
+			"--kubelet-client-key=" + p.KubeletClientKey,
+			"--kubelet-preferred-address-types=InternalIP",
+			"--allow-privileged=true",
+			"--profiling=false",
+		}},
+		{"kube-controller-manager", []string{bin("kube-controller-manager"),
+			"--kubeconfig=" + p.ControllerManagerKubeconfig,
+			"--authentication-kubeconfig=" + p.ControllerManagerKubeconfig,
+			"--authorization-kubeconfig=" + p.ControllerManagerKubeconfig,
+			"--bind-address=" + o.NodeIP,
+			"--leader-elect=false",
+			"--use-service-account-credentials=true",
+			"--service-account-private-key-file=" + p.SAKey,
+			"--root-ca-file=" + p.CACert,
+			"--cluster-name=snug-lab",
+		}},
+		{"kube-scheduler", []string{bin("kube-scheduler"),
+			"--kubeconfig=" + p.SchedulerKubeconfig,
+			"--authentication-kubeconfig=" + p.SchedulerKubeconfig,
+			"--authorization-kubeconfig=" + p.SchedulerKubeconfig,
+			"--bind-address=" + o.NodeIP,
+			"--leader-elect=false",
+		}},
+		{"containerd", []string{"containerd", "--config=" + o.path("containerd", "config.toml")}},
+		{"kubelet", []string{bin("kubelet"),
+			"--config=" + o.path("kubelet", "config.yaml"),
+			"--kubeconfig=" + p.KubeletKubeconfig,
+			"--root-dir=" + o.path("kubelet", "root"),
+			"--node-ip=" + o.NodeIP,
+			"--hostname-override=" + o.NodeName,
+		}},
+	}
+}

@@ -1,0 +1,258 @@
+package lab
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/snug-dev/snug/internal/lab/pki"
+)
+
+// ErrAlreadyUp is returned by Up when every component of the lab already
+// runs; nothing was changed.
+var ErrAlreadyUp = errors.New("the lab is already up")
+
+// componentNames in start order (stop goes in reverse).
+var componentNames = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "containerd", "kubelet"}
+
+// Up brings the lab up: packages, binaries, PKI, network, processes,
+// images, and waits for the node to be Ready. On failure it tears down what
+// it started and returns an error naming the cause.
+func Up(ctx context.Context, o *Options, log io.Writer) (err error) {
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	if os.Geteuid() != 0 {
+		return errors.New("the lab needs root (network namespaces, cgroups, mounts)")
+	}
+	switch running := runningComponents(o); {
+	case len(running) == len(componentNames):
+		return ErrAlreadyUp
+	case len(running) > 0:
+		return fmt.Errorf("the lab is partly up (%s running); run 'snug lab down' first", strings.Join(running, ", "))
+	}
+	start := time.Now()
+	if err := EnsurePackages(ctx, o.InstallPackages, log); err != nil {
+		return err
+	}
+	if err := EnsureBinaries(ctx, o, log); err != nil {
+		return err
+	}
+	loadBin, err := o.loadBinary()
+	if err != nil {
+		return err
+	}
+	// A fresh cluster every time: only the PKI and logs survive a restart.
+	for _, d := range []string{"etcd", "containerd", "run", "kubelet", "cni", "pod-logs", "images", "pids", "load"} {
+		if err := removeAll(o, o.path(d)); err != nil {
+			return err
+		}
+	}
+	p, err := pki.Ensure(o.path("pki"), pki.Options{
+		NodeName: o.NodeName, NodeIPs: o.nodeIPs(), ServiceCIDR: o.ServiceCIDR,
+		ServerURL: o.ServerURL(), Now: time.Now(),
+	})
+	if err != nil {
+		return fmt.Errorf("making certificates: %w", err)
+	}
+	if err := os.MkdirAll(o.LoadDir(), 0o755); err != nil {
+		return err
+	}
+	if err := writeConfigs(o, p); err != nil {
+		return err
+	}
+	if err := recordNetNS(o); err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			fmt.Fprintf(log, "lab up failed; cleaning up (logs stay in %s)\n", o.path("logs"))
+			if derr := Down(context.Background(), o, io.Discard); derr != nil {
+				err = fmt.Errorf("%w; cleanup: %v", err, derr)
+			}
+		}
+	}()
+	if err := setupNetwork(ctx, o); err != nil {
+		return err
+	}
+	client, err := o.Client()
+	if err != nil {
+		return err
+	}
+	for _, c := range components(o, p) {
+		fmt.Fprintf(log, "starting %s\n", c.name)
+		if _, err := startProc(o, c.name, inNetNS(o, c.argv...)); err != nil {
+			return err
+		}
+		switch c.name {
+		case "kube-apiserver":
+			err = o.waitFor(ctx, "kube-apiserver", 90*time.Second, func(ctx context.Context) bool {
+				return client.Discovery().RESTClient().Get().AbsPath("/readyz").Do(ctx).Error() == nil
+			})
+		case "containerd":
+			err = o.waitFor(ctx, "containerd", 30*time.Second, func(context.Context) bool {
+				_, serr := os.Stat(containerdSock(o))
+				return serr == nil
+			})
+			if err == nil {
+				err = importImages(ctx, o, loadBin, log)
+			}
+		case "kubelet":
+			err = o.waitFor(ctx, "node "+o.NodeName+" Ready", o.ReadyTimeout, func(ctx context.Context) bool {
+				return nodeReady(ctx, client, o.NodeName)
+			})
+		}
+		if err != nil {
+			return err
+		}
+	}
+	// Pods in a namespace are refused until its service account exists.
+	err = o.waitFor(ctx, "the default service account", 60*time.Second, func(ctx context.Context) bool {
+		_, gerr := client.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1.GetOptions{})
+		return gerr == nil
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(log, "lab up: Kubernetes v%s, node %s (%s) Ready in %.1fs\n", o.KubernetesVersion, o.NodeName, o.NodeIP, time.Since(start).Seconds())
+	fmt.Fprintf(log, "  export KUBECONFIG=%s PATH=%s:$PATH\n", o.Kubeconfig(), o.BinDir())
+	return nil
+}
+
+// waitFor polls cond every 250ms until it holds, the timeout passes, or a
+// lab process dies (then the error carries the end of its log).
+func (o *Options) waitFor(ctx context.Context, what string, timeout time.Duration, cond func(context.Context) bool) error {
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		for _, name := range componentNames {
+			if p, ok := readProc(o, name); ok && !p.alive() {
+				return false, fmt.Errorf("%s exited; last lines of %s:\n%s", name, logFile(o, name), tail(logFile(o, name), 12))
+			}
+		}
+		return cond(ctx), nil
+	})
+	if err != nil && wait.Interrupted(err) {
+		return fmt.Errorf("waiting for %s: not ready after %s (logs in %s)", what, timeout, o.path("logs"))
+	}
+	return err
+}
+
+func nodeReady(ctx context.Context, c kubernetes.Interface, name string) bool {
+	node, err := c.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return false
+	}
+	for _, cond := range node.Status.Conditions {
+		if cond.Type == corev1.NodeReady {
+			return cond.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// Client returns a clientset for the lab's admin kubeconfig.
+func (o *Options) Client() (*kubernetes.Clientset, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", o.Kubeconfig())
+	if err != nil {
+		return nil, fmt.Errorf("loading lab kubeconfig: %w", err)
+	}
+	cfg.Timeout = 10 * time.Second
+	return kubernetes.NewForConfig(cfg)
+}
+
+// runningComponents lists the recorded components that still run.
+func runningComponents(o *Options) []string {
+	var names []string
+	for _, n := range componentNames {
+		if p, ok := readProc(o, n); ok && p.alive() {
+			names = append(names, n)
+		}
+	}
+	return names
+}
+
+// Health of one component, for status.
+type Health struct {
+	Name    string
+	PID     int
+	Running bool
+	Healthy bool
+	Detail  string
+}
+
+// Status reports each component's PID and health.
+func Status(ctx context.Context, o *Options) []Health {
+	insecure := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, // self-signed healthz of lab components
+	}}
+	probe := func(url string) (bool, string) {
+		resp, err := insecure.Get(url)
+		if err != nil {
+			return false, err.Error()
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 256))
+		return resp.StatusCode == http.StatusOK, strings.TrimSpace(string(body))
+	}
+	urls := map[string]string{
+		"etcd":                    "http://" + o.NodeIP + ":2381/health",
+		"kube-controller-manager": "https://" + o.NodeIP + ":10257/healthz",
+		"kube-scheduler":          "https://" + o.NodeIP + ":10259/healthz",
+		"kubelet":                 "http://" + o.NodeIP + ":10248/healthz",
+	}
+	var out []Health
+	for _, n := range componentNames {
+		h := Health{Name: n}
+		p, ok := readProc(o, n)
+		if ok {
+			h.PID = p.PID
+			h.Running = p.alive()
+		}
+		switch {
+		case !h.Running:
+			h.Detail = "not running"
+		case n == "kube-apiserver":
+			if c, err := o.Client(); err == nil {
+				body, rerr := c.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+				h.Healthy, h.Detail = rerr == nil, strings.TrimSpace(string(body))
+				if rerr != nil {
+					h.Detail = rerr.Error()
+				}
+			}
+		case n == "containerd":
+			_, err := os.Stat(containerdSock(o))
+			h.Healthy, h.Detail = err == nil, containerdSock(o)
+		default:
+			h.Healthy, h.Detail = probe(urls[n])
+		}
+		out = append(out, h)
+	}
+	return out
+}
+
+// loadBinary finds the static snug-load binary for the lab image.
+func (o *Options) loadBinary() (string, error) {
+	if o.LoadBinary != "" {
+		return o.LoadBinary, nil
+	}
+	exe, err := os.Executable()
+	if err == nil {
+		cand := filepath.Join(filepath.Dir(exe), "snug-load")
+		if _, err := os.Stat(cand); err == nil {
+			return cand, nil
+		}
+	}
+	return "", errors.New("snug-load not found next to this binary; build it with 'make build' or pass --load-binary")
+}

@@ -1,0 +1,138 @@
+package lab
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestOptionsValidate(t *testing.T) {
+	tests := []struct {
+		name    string
+		mutate  func(*Options)
+		wantErr string
+	}{
+		{name: "defaults", mutate: func(*Options) {}},
+		{name: "relative dir", mutate: func(o *Options) { o.Dir = "lab" }, wantErr: "--dir must be an absolute path"},
+		{name: "dir too long for a socket", mutate: func(o *Options) { o.Dir = "/" + strings.Repeat("x", 90) }, wantErr: "too long for a unix socket"},
+		{name: "bad version", mutate: func(o *Options) { o.KubernetesVersion = "v1.35" }, wantErr: "--kubernetes-version must look like 1.35.4"},
+		{name: "bad netns", mutate: func(o *Options) { o.NetNS = "Bad Name" }, wantErr: "network namespace name"},
+		{name: "bad ip", mutate: func(o *Options) { o.NodeIP = "10.0.0" }, wantErr: `bad address "10.0.0"`},
+		{name: "bad cidr", mutate: func(o *Options) { o.PodCIDR = "10.214.0.0" }, wantErr: `bad CIDR "10.214.0.0"`},
+		{name: "no timeout", mutate: func(o *Options) { o.ReadyTimeout = 0 }, wantErr: "--ready-timeout must be positive"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := NewOptions()
+			tt.mutate(o)
+			err := o.Validate()
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatalf("Validate() = %v, want nil", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("Validate() = %v, want an error containing %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestStagingModules(t *testing.T) {
+	gomod := filepath.Join(t.TempDir(), "go.mod")
+	content := `module k8s.io/kubernetes
+
+require (
+	k8s.io/api v0.0.0
+)
+
+replace (
+	k8s.io/api => ./staging/src/k8s.io/api
+	k8s.io/client-go => ./staging/src/k8s.io/client-go
+	github.com/other/mod => github.com/fork/mod v1.0.0
+)
+`
+	if err := os.WriteFile(gomod, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := stagingModules(gomod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"k8s.io/api", "k8s.io/client-go"}, got); diff != "" {
+		t.Errorf("stagingModules (-want +got):\n%s", diff)
+	}
+	if err := os.WriteFile(gomod, []byte("module x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stagingModules(gomod); err == nil || !strings.Contains(err.Error(), "no staging replacements") {
+		t.Errorf("stagingModules without replacements = %v, want an error", err)
+	}
+}
+
+func TestUnescapeMount(t *testing.T) {
+	for in, want := range map[string]string{
+		`/var/lib/snug-lab/kubelet`: "/var/lib/snug-lab/kubelet",
+		`/var/lib/with\040space/x`:  "/var/lib/with space/x",
+		`/tab\011here`:              "/tab\there",
+		`/trailing\`:                `/trailing\`,
+		`/not\99octal`:              `/not\99octal`,
+	} {
+		if got := unescapeMount(in); got != want {
+			t.Errorf("unescapeMount(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestConfigsNameTheLabsPaths(t *testing.T) {
+	o := NewOptions()
+	o.Dir = "/tmp/lab-x"
+	cfg := containerdConfig(o)
+	for _, want := range []string{
+		`root = "/tmp/lab-x/containerd/root"`,
+		`address = "/tmp/lab-x/run/containerd/containerd.sock"`,
+		`restrict_oom_score_adj = true`,
+		`SystemdCgroup = false`,
+		`sandbox_image = "registry.k8s.io/pause:3.10"`,
+		`conf_dir = "/tmp/lab-x/cni/net.d"`,
+	} {
+		if !strings.Contains(cfg, want) {
+			t.Errorf("containerd config lacks %q:\n%s", want, cfg)
+		}
+	}
+	if cni := cniConfig(o); !strings.Contains(cni, `"subnet": "10.214.0.0/24"`) {
+		t.Errorf("CNI config lacks the pod subnet:\n%s", cni)
+	}
+}
+
+func TestProcRoundTrip(t *testing.T) {
+	o := NewOptions()
+	o.Dir = t.TempDir()
+	p, err := startProc(o, "sleeper", []string{"sleep", "30"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, ok := readProc(o, "sleeper")
+	if !ok || got.PID != p.PID || got.StartTick != p.StartTick || got.StartTick == 0 {
+		t.Fatalf("readProc = %+v, %v; want %+v", got, ok, p)
+	}
+	if !got.alive() {
+		t.Fatal("started process is not alive")
+	}
+	// A recycled PID (same PID, other start time) is not ours.
+	other := &proc{Name: "x", PID: p.PID, StartTick: p.StartTick + 1}
+	if other.alive() {
+		t.Error("a process with another start time counts as alive")
+	}
+	if err := got.stop(5 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if got.alive() {
+		t.Error("process alive after stop")
+	}
+}

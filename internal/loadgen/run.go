@@ -1,0 +1,165 @@
+package loadgen
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+)
+
+// Options configures Run.
+type Options struct {
+	// CPU and Memory are the initial targets, as quantities.
+	CPU, Memory string
+	// ControlDir is polled for the file PodName, else the file "all".
+	ControlDir string
+	// PodName picks this pod's own control file; usually $POD_NAME.
+	PodName string
+	// PollInterval is how often ControlDir is read.
+	PollInterval time.Duration
+	// Listen is the HTTP endpoint's address; empty disables it.
+	Listen string
+	// Marker, if set, is a file Run writes "started <unix seconds>" to.
+	Marker string
+}
+
+// NewOptions returns the defaults: idle, /control polled every 50 ms,
+// HTTP on :8080, no marker.
+func NewOptions() Options {
+	return Options{
+		CPU:          "0",
+		Memory:       "0",
+		ControlDir:   "/control",
+		PollInterval: 50 * time.Millisecond,
+		Listen:       ":8080",
+	}
+}
+
+// AddFlags registers o's flags on fs.
+func (o *Options) AddFlags(fs *flag.FlagSet) {
+	fs.StringVar(&o.CPU, "cpu", o.CPU, "initial CPU to burn, e.g. 300m or 1.5")
+	fs.StringVar(&o.Memory, "memory", o.Memory, "initial memory to hold, e.g. 100Mi")
+	fs.StringVar(&o.ControlDir, "control-dir", o.ControlDir, "directory polled for the file $POD_NAME, else 'all', holding e.g. 'cpu=300m memory=100Mi'")
+	fs.StringVar(&o.PodName, "pod-name", o.PodName, "this pod's control file name (default $POD_NAME)")
+	fs.DurationVar(&o.PollInterval, "poll-interval", o.PollInterval, "how often to read the control directory")
+	fs.StringVar(&o.Listen, "listen", o.Listen, "HTTP address for GET / and PUT|POST /?cpu=..&memory=..; empty disables")
+	fs.StringVar(&o.Marker, "marker", o.Marker, "file to write 'started <unix time>' to at start")
+}
+
+// Validate checks o.
+func (o *Options) Validate() error {
+	_, err := o.initial()
+	return err
+}
+
+// initial returns the initial targets, or why the options are wrong.
+func (o *Options) initial() (Targets, error) {
+	var u Update
+	if err := u.Set("cpu", o.CPU); err != nil {
+		return Targets{}, fmt.Errorf("--cpu: %w", err)
+	}
+	if err := u.Set("memory", o.Memory); err != nil {
+		return Targets{}, fmt.Errorf("--memory: %w", err)
+	}
+	if o.PollInterval <= 0 {
+		return Targets{}, errors.New("--poll-interval must be positive")
+	}
+	return u.Apply(Targets{}), nil
+}
+
+// Run burns and holds the initial targets, follows the control directory
+// and the HTTP endpoint until ctx is done, then stops burning and returns.
+// Target changes are logged to stdout, problems to stderr.
+func Run(ctx context.Context, o Options, stdout, stderr io.Writer) error {
+	initial, err := o.initial()
+	if err != nil {
+		return err
+	}
+	if o.Marker != "" {
+		if err := WriteMarker(o.Marker, time.Now()); err != nil {
+			return err
+		}
+	}
+	burner := &Burner{}
+	defer burner.SetMillis(0)
+	g := NewGenerator(burner, &Memory{}, stdout)
+	g.Start(initial)
+
+	if o.Listen != "" {
+		ln, err := net.Listen("tcp", o.Listen)
+		if err != nil {
+			return fmt.Errorf("listening: %w", err)
+		}
+		srv := &http.Server{Handler: Handler(g), ReadHeaderTimeout: 5 * time.Second}
+		go func() {
+			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				fmt.Fprintf(stderr, "serving http: %v\n", err)
+			}
+		}()
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			_ = srv.Shutdown(sctx)
+		}()
+	}
+
+	tick := time.NewTicker(o.PollInterval)
+	defer tick.Stop()
+	var w controlWatcher
+	var lastErr string
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+		f, err := readControl(o.ControlDir, o.PodName)
+		var u Update
+		ok := false
+		if err == nil {
+			u, ok, err = w.observe(f)
+		}
+		// Report each distinct problem once, not every poll.
+		if err != nil && err.Error() != lastErr {
+			fmt.Fprintf(stderr, "%v\n", err)
+		}
+		lastErr = ""
+		if err != nil {
+			lastErr = err.Error()
+		}
+		if ok {
+			g.Apply(u)
+		}
+	}
+}
+
+// WriteMarker writes "started <unix seconds of now>" to path, replacing it
+// atomically so a reader never sees a partial marker.
+func WriteMarker(path string, now time.Time) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".marker-*")
+	if err != nil {
+		return fmt.Errorf("writing marker: %w", err)
+	}
+	werr := tmp.Chmod(0o644)
+	if werr == nil {
+		_, werr = tmp.WriteString("started " + strconv.FormatInt(now.Unix(), 10) + "\n")
+	}
+	if cerr := tmp.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = os.Rename(tmp.Name(), path)
+	}
+	if werr != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("writing marker: %w", werr)
+	}
+	return nil
+}

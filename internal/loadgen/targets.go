@@ -1,0 +1,99 @@
+package loadgen
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// Targets is what the generator burns and holds. The zero value is idle.
+type Targets struct {
+	CPUMillis int64
+	MemBytes  int64
+}
+
+// String returns the targets as the control syntax and log line,
+// e.g. "cpu=300m memory=100Mi".
+func (t Targets) String() string {
+	return "cpu=" + FormatCPU(t.CPUMillis) + " memory=" + FormatMemory(t.MemBytes)
+}
+
+// Update changes some targets; a nil field leaves that target as it is.
+type Update struct {
+	CPUMillis *int64
+	MemBytes  *int64
+}
+
+// Empty reports whether u changes nothing.
+func (u Update) Empty() bool { return u.CPUMillis == nil && u.MemBytes == nil }
+
+// Apply returns t with u's fields set.
+func (u Update) Apply(t Targets) Targets {
+	if u.CPUMillis != nil {
+		t.CPUMillis = *u.CPUMillis
+	}
+	if u.MemBytes != nil {
+		t.MemBytes = *u.MemBytes
+	}
+	return t
+}
+
+// Set sets key ("cpu" or "memory") to the quantity value.
+func (u *Update) Set(key, value string) error {
+	switch key {
+	case "cpu":
+		if u.CPUMillis != nil {
+			return errors.New("cpu given twice")
+		}
+		v, err := ParseCPU(value)
+		if err != nil {
+			return err
+		}
+		u.CPUMillis = &v
+	case "memory":
+		if u.MemBytes != nil {
+			return errors.New("memory given twice")
+		}
+		v, err := ParseMemory(value)
+		if err != nil {
+			return err
+		}
+		u.MemBytes = &v
+	default:
+		return fmt.Errorf("unknown key %q (want cpu or memory)", key)
+	}
+	return nil
+}
+
+// maxSpecBytes bounds a control file; real ones are a few dozen bytes.
+const maxSpecBytes = 4096
+
+// ParseUpdate reads the control syntax: key=value pairs separated by
+// spaces, commas, semicolons or newlines, e.g. "cpu=300m memory=100Mi".
+// Either key may be left out. A '#' starts a comment to the end of the line.
+func ParseUpdate(r io.Reader) (Update, error) {
+	data, err := io.ReadAll(io.LimitReader(r, maxSpecBytes+1))
+	if err != nil {
+		return Update{}, err
+	}
+	if len(data) > maxSpecBytes {
+		return Update{}, fmt.Errorf("more than %d bytes", maxSpecBytes)
+	}
+	var u Update
+	for _, line := range strings.Split(string(data), "\n") {
+		line, _, _ = strings.Cut(line, "#")
+		for _, f := range strings.FieldsFunc(line, func(r rune) bool {
+			return r == ' ' || r == '\t' || r == '\r' || r == ',' || r == ';'
+		}) {
+			key, value, ok := strings.Cut(f, "=")
+			if !ok {
+				return Update{}, fmt.Errorf("%q is not key=value", f)
+			}
+			if err := u.Set(key, value); err != nil {
+				return Update{}, err
+			}
+		}
+	}
+	return u, nil
+}

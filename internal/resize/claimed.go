@@ -1,0 +1,147 @@
+package resize
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Claimed returns the resources the given pods claim on their node, as the
+// scheduler counts them (NodeResourcesFit with in-place resize, 1.35):
+//
+//   - Pods in phase Succeeded or Failed, and the pod whose UID is exclude,
+//     are skipped.
+//   - Each regular and sidecar (restartable init) container claims, per
+//     resource, the largest of its spec requests, its allocated resources
+//     (status allocatedResources) and its actual requests
+//     (status.resources.requests); while the pod's resize is Infeasible the
+//     spec is left out of that maximum, since the kubelet will not grant it.
+//   - A pod claims the larger of the sum over its regular and sidecar
+//     containers and, for each non-sidecar init container, that container's
+//     requests plus the sidecars started before it.
+//   - Pod-level requests (spec.resources.requests), when set, replace the
+//     container sum for the resources they name.
+//   - spec.overhead is added.
+//
+// Every resource name is summed, not only cpu and memory. The result is
+// never nil. Claimed does not look at spec.nodeName: pass the pods of one
+// node.
+func Claimed(pods []corev1.Pod, exclude types.UID) corev1.ResourceList {
+	total := corev1.ResourceList{}
+	for i := range pods {
+		pod := &pods[i]
+		if exclude != "" && pod.UID == exclude {
+			continue
+		}
+		if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		addList(total, podRequests(pod, true))
+	}
+	return total
+}
+
+// podRequests returns the pod's requests as the scheduler and the kubelet
+// add them up (see Claimed). With useStatus false only the spec counts, which
+// is how the kubelet judges a resize it is asked to make.
+func podRequests(pod *corev1.Pod, useStatus bool) corev1.ResourceList {
+	statuses := map[string]*corev1.ContainerStatus{}
+	if useStatus {
+		for i := range pod.Status.ContainerStatuses {
+			statuses[pod.Status.ContainerStatuses[i].Name] = &pod.Status.ContainerStatuses[i]
+		}
+		for i := range pod.Status.InitContainerStatuses {
+			statuses[pod.Status.InitContainerStatuses[i].Name] = &pod.Status.InitContainerStatuses[i]
+		}
+	}
+	infeasible := resizePendingReason(pod) == corev1.PodReasonInfeasible
+	effective := func(c *corev1.Container) corev1.ResourceList {
+		cs, ok := statuses[c.Name]
+		if !ok || cs.Resources == nil {
+			return c.Resources.Requests
+		}
+		out := corev1.ResourceList{}
+		if !infeasible {
+			maxList(out, c.Resources.Requests)
+		}
+		maxList(out, cs.Resources.Requests)
+		maxList(out, cs.AllocatedResources)
+		return out
+	}
+
+	reqs := corev1.ResourceList{}
+	for i := range pod.Spec.Containers {
+		addList(reqs, effective(&pod.Spec.Containers[i]))
+	}
+	sidecars := corev1.ResourceList{}
+	inits := corev1.ResourceList{}
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		if isSidecar(c) {
+			r := effective(c)
+			addList(reqs, r)
+			addList(sidecars, r)
+			maxList(inits, sidecars)
+			continue
+		}
+		r := corev1.ResourceList{}
+		addList(r, c.Resources.Requests)
+		addList(r, sidecars)
+		maxList(inits, r)
+	}
+	maxList(reqs, inits)
+
+	if pod.Spec.Resources != nil {
+		for name, q := range pod.Spec.Resources.Requests {
+			if podLevelResource(name) {
+				reqs[name] = q.DeepCopy()
+			}
+		}
+	}
+	addList(reqs, pod.Spec.Overhead)
+	return reqs
+}
+
+// isSidecar reports whether an init container is restartable (a sidecar).
+func isSidecar(c *corev1.Container) bool {
+	return c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
+}
+
+// resizePendingReason returns the reason of the PodResizePending condition,
+// or "" when there is none.
+func resizePendingReason(pod *corev1.Pod) string {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodResizePending {
+			return c.Reason
+		}
+	}
+	return ""
+}
+
+func addList(into, list corev1.ResourceList) {
+	for name, q := range list {
+		sum, ok := into[name]
+		if !ok {
+			into[name] = q.DeepCopy()
+			continue
+		}
+		sum.Add(q)
+		into[name] = sum
+	}
+}
+
+func maxList(into, list corev1.ResourceList) {
+	for name, q := range list {
+		if cur, ok := into[name]; !ok || q.Cmp(cur) > 0 {
+			into[name] = q.DeepCopy()
+		}
+	}
+}
+
+// unitsOf returns the units of r in list, and whether list has r.
+func unitsOf(list corev1.ResourceList, r res) (int64, bool) {
+	q, ok := list[r.name()]
+	if !ok {
+		return 0, false
+	}
+	return toUnits(r, q), true
+}
