@@ -68,15 +68,23 @@ func newLabCommand(stdout, stderr io.Writer) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "COMPONENT\tPID\tRUNNING\tHEALTHY\tDETAIL")
+			fmt.Fprintln(tw, "COMPONENT\tPID\tRUNNING\tHEALTHY\tRSS\tDETAIL")
 			allOK := true
+			var totalRSS uint64
 			for _, h := range lab.Status(cmd.Context(), opts) {
-				pid := "-"
+				pid, rss := "-", "-"
 				if h.PID > 0 {
 					pid = fmt.Sprint(h.PID)
 				}
+				if h.RSSBytes > 0 {
+					rss = fmt.Sprintf("%dMi", h.RSSBytes>>20)
+					totalRSS += h.RSSBytes
+				}
 				allOK = allOK && h.Healthy
-				fmt.Fprintf(tw, "%s\t%s\t%v\t%v\t%s\n", h.Name, pid, h.Running, h.Healthy, truncate(h.Detail, 60))
+				fmt.Fprintf(tw, "%s\t%s\t%v\t%v\t%s\t%s\n", h.Name, pid, h.Running, h.Healthy, rss, truncate(h.Detail, 60))
+			}
+			if totalRSS > 0 {
+				fmt.Fprintf(tw, "total\t\t\t\t%dMi\t(resident memory of the components, without pods)\n", totalRSS>>20)
 			}
 			tw.Flush()
 			if !allOK {

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -154,6 +155,13 @@ func nodeReady(ctx context.Context, c kubernetes.Interface, name string) bool {
 	if err != nil {
 		return false
 	}
+	// The node lifecycle controller removes the not-ready taint a moment
+	// after Ready turns true; until then the scheduler refuses pods.
+	for _, t := range node.Spec.Taints {
+		if t.Key == corev1.TaintNodeNotReady || t.Key == corev1.TaintNodeUnreachable {
+			return false
+		}
+	}
 	for _, cond := range node.Status.Conditions {
 		if cond.Type == corev1.NodeReady {
 			return cond.Status == corev1.ConditionTrue
@@ -190,6 +198,8 @@ type Health struct {
 	Running bool
 	Healthy bool
 	Detail  string
+	// RSSBytes is the process's resident memory (VmRSS), 0 if unknown.
+	RSSBytes uint64
 }
 
 // Status reports each component's PID and health.
@@ -219,6 +229,9 @@ func Status(ctx context.Context, o *Options) []Health {
 		if ok {
 			h.PID = p.PID
 			h.Running = p.alive()
+			if h.Running {
+				h.RSSBytes = rssBytes(p.PID)
+			}
 		}
 		switch {
 		case !h.Running:
@@ -255,4 +268,24 @@ func (o *Options) loadBinary() (string, error) {
 		}
 	}
 	return "", errors.New("snug-load not found next to this binary; build it with 'make build' or pass --load-binary")
+}
+
+// rssBytes reads VmRSS of a process from /proc, 0 when it cannot.
+func rssBytes(pid int) uint64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			f := strings.Fields(rest)
+			if len(f) == 2 && f[1] == "kB" {
+				kb, err := strconv.ParseUint(f[0], 10, 64)
+				if err == nil {
+					return kb * 1024
+				}
+			}
+		}
+	}
+	return 0
 }

@@ -25,7 +25,7 @@ const (
 const pathEnv = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 // LabImages returns the lab's images: busybox (Cmd sh), the pod sandbox image
-// (snug-load in pause mode at /snug-load) and snug-load on busybox (Entrypoint
+// (snug-load in pause mode, at /pause) and snug-load on busybox (Entrypoint
 // /snug-load). busyboxPath is Debian's busybox-static binary; snugLoadPath a
 // snug-load built with CGO_ENABLED=0. Both must be static, since the images
 // have no C library.
@@ -53,10 +53,13 @@ func LabImages(busyboxPath, snugLoadPath string) ([]Image, error) {
 			Cmd:   []string{"sh"},
 		},
 		{
+			// The sandbox runs snug-load as /pause, so that the host's
+			// process list names it pause and a `pkill snug-load` aimed
+			// at the workload cannot end every pod's sandbox.
 			Name:       PauseName,
-			Files:      append(baseFiles(), loadFile),
+			Files:      append(baseFiles(), File{Path: "/pause", Mode: 0o755, Data: load}),
 			Env:        []string{pathEnv},
-			Entrypoint: []string{"/snug-load", "pause"},
+			Entrypoint: []string{"/pause", "pause"},
 		},
 		{
 			Name:       SnugLoadName,

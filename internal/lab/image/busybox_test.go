@@ -171,7 +171,7 @@ func TestLabImages(t *testing.T) {
 			switch e.Name {
 			case "bin/busybox":
 				s.HasBusybox = true
-			case "snug-load":
+			case "snug-load", "pause":
 				s.HasLoad = e.Mode == 0o755 && e.Type == tar.TypeReg
 			case "bin/sh":
 				s.HasShell = true
@@ -186,7 +186,7 @@ func TestLabImages(t *testing.T) {
 	}
 	want := []summary{
 		{BusyboxName, "1.36", nil, []string{"sh"}, true, false, true, true, true, false},
-		{PauseName, "3.10", []string{"/snug-load", "pause"}, nil, false, true, false, true, true, true},
+		{PauseName, "3.10", []string{"/pause", "pause"}, nil, false, true, false, true, true, true},
 		{SnugLoadName, "latest", []string{"/snug-load"}, nil, true, true, true, true, true, false},
 	}
 	if d := cmp.Diff(want, got); d != "" {
