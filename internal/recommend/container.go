@@ -1,0 +1,574 @@
+package recommend
+
+import (
+	"math"
+	"time"
+
+	"github.com/snug-dev/snug/internal/cgroup"
+	"github.com/snug-dev/snug/internal/resize"
+)
+
+// memorySlopeTau is the time constant of the working-set growth rate used by
+// the creep forecast: long enough to ignore one allocation burst, short
+// enough to see a leak within seconds.
+const memorySlopeTau = 10 * time.Second
+
+// pinnedSeverity is the severity given to a sample pinned at the CPU limit
+// with few throttled periods: demand is at the limit, likely a little above.
+const pinnedSeverity = 0.5
+
+// pressureHeadroomFraction: memory pressure grows memory only when the
+// working set is within this share of the limit (or the limit was hit);
+// otherwise the stalls come from the node, and a larger limit would not help.
+const pressureHeadroomFraction = 0.25
+
+// resource is the state kept for one of cpu and memory.
+type resource struct {
+	memory bool
+	hist   *Histogram
+	seed   *Histogram // the workload's histogram this container started from; may be nil
+	// observedSeconds is how much own history hist holds (not decayed);
+	// seedSeconds how much the seed stood for.
+	observedSeconds, seedSeconds float64
+	samples                      int
+
+	// lastReq and lastLim detect a change of the current resources.
+	lastReq, lastLim int64
+	seen             bool
+
+	// Stabilization: since when the target has been below the band, and
+	// the largest target seen since.
+	shrinkSince time.Time
+	shrinkMax   float64
+
+	// floor keeps the target at the last grow for a ShrinkWindow.
+	floor      int64
+	floorUntil time.Time
+
+	// A resize of this resource that was sent and is not done.
+	inFlight               bool
+	sentAt                 time.Time
+	sentFromReq, sentToReq int64
+
+	// A cap learnt from a Deferred or Infeasible outcome.
+	capValue   int64
+	capUntil   time.Time
+	capOutcome string
+}
+
+// Container is the recommender state of one container of one pod. It is
+// fed one sample a second by Observe and answers with a Decision; its
+// Recommendation is the VPA-style estimate. Get one from Pod.AddContainer.
+// A Container is not safe for concurrent use, nor concurrently with its Pod.
+type Container struct {
+	name   string
+	pod    *Pod
+	cfg    *Config
+	bounds Bounds
+
+	cpu, mem resource
+	cur      Resources
+
+	// CPU starvation: the current run of starving samples.
+	runSeconds, runSevSeconds, runMaxSev float64
+	runPinnedOnly                        bool
+	// Light throttling: EWMA of the throttled fraction and how long it ran.
+	throttleEWMA, throttleEWMASeconds float64
+
+	// Memory: working-set growth rate and the peak of the last window.
+	lastWS     float64
+	lastWSTime time.Time
+	slope      float64 // bytes per second
+	peak       windowMax
+	pendingOOM bool
+
+	last Decision
+}
+
+// Name returns the container's name.
+func (c *Container) Name() string { return c.name }
+
+// Bounds returns the container's current policy bounds.
+func (c *Container) Bounds() Bounds { return c.bounds }
+
+// SetBounds replaces the policy bounds, e.g. after the policy changed.
+func (c *Container) SetBounds(b Bounds) error {
+	if err := b.Validate(); err != nil {
+		return err
+	}
+	c.bounds = b
+	return nil
+}
+
+// MemoryPeakBytes returns the largest working set of the last
+// Config.MemoryPeakWindow (an OOM kill counts as its bumped size), for
+// resize.Usage.MemoryPeakBytes: the planner then never lowers memory below
+// what the recommender remembers.
+func (c *Container) MemoryPeakBytes(now time.Time) int64 { return int64(c.peak.max(now)) }
+
+// OOMKilled tells the container that it was OOM-killed and restarted, as the
+// pod status says (lastState.terminated.reason OOMKilled); the cgroup's own
+// counter is lost with the old cgroup. The next Observe grows memory.
+func (c *Container) OOMKilled() { c.pendingOOM = true }
+
+// Observe feeds one sample: the Signals of the last interval and the
+// container's current requests and limits, and returns what to do now.
+// now is the sample's time. Observe does not allocate.
+//
+// cur must be the actual resources (status.containerStatuses[].resources),
+// not the spec: a Deferred or Infeasible spec has not reached the cgroup, and
+// a change of cur is how the recommender sees a resize land.
+func (c *Container) Observe(now time.Time, sig cgroup.Signals, cur Resources) Decision {
+	c.cur = cur
+	cpuChanged := c.cpu.noteCurrent(cur.CPURequestMillis, cur.CPULimitMillis)
+	c.mem.noteCurrent(cur.MemRequestBytes, cur.MemLimitBytes)
+	c.expireInFlight(now)
+
+	// Learn.
+	if sig.HasRate {
+		// Throttled usage understates demand: the work that waited is not
+		// in it. Record the demand the fast path would size for, so that the
+		// percentiles remember starvation and never shrink back into it.
+		c.cpu.hist.Add(sig.CPUUsageMillicores*(1+c.cfg.CPUGrowthGain*sig.CPUThrottledFraction), 1, now)
+		c.cpu.observedSeconds += sig.IntervalSeconds
+		c.cpu.samples++
+	}
+	ws := float64(sig.MemoryWorkingSetBytes)
+	c.mem.hist.Add(ws, 1, now)
+	if sig.HasRate {
+		c.mem.observedSeconds += sig.IntervalSeconds
+	} else {
+		c.mem.observedSeconds++ // a level sample; assume the usual second
+	}
+	c.mem.samples++
+	c.peak.add(now, ws)
+	if !c.lastWSTime.IsZero() && now.After(c.lastWSTime) {
+		dt := now.Sub(c.lastWSTime).Seconds()
+		a := 1 - math.Exp(-dt/memorySlopeTau.Seconds())
+		c.slope += a * ((ws-c.lastWS)/dt - c.slope)
+	}
+	c.lastWS, c.lastWSTime = ws, now
+
+	cpuCand := c.cpuFast(sig, cpuChanged)
+	if cpuCand.Action == Hold && cpuCand.Reason.Why != WhyLimitFixed && cpuCand.Reason.Why != WhyNoRequest {
+		cpuCand = c.baseline(now, &c.cpu, cur.CPURequestMillis, cur.CPULimitMillis)
+	}
+	memCand := c.memoryFast(now, sig)
+	if memCand.Action == Hold && memCand.Reason.Why != WhyLimitFixed && memCand.Reason.Why != WhyNoRequest {
+		memCand = c.baseline(now, &c.mem, cur.MemRequestBytes, cur.MemLimitBytes)
+	}
+	c.last = Decision{
+		CPU:    c.gate(now, &c.cpu, cpuCand, cur.CPURequestMillis, cur.CPULimitMillis),
+		Memory: c.gate(now, &c.mem, memCand, cur.MemRequestBytes, cur.MemLimitBytes),
+	}
+	return c.last
+}
+
+// noteCurrent records the current request and limit and reports whether
+// they changed since the last sample: a resize landed (or someone else
+// resized). The sample that shows the change straddles it, so its rates
+// describe neither the old nor the new size.
+func (r *resource) noteCurrent(req, lim int64) bool {
+	changed := r.seen && (req != r.lastReq || lim != r.lastLim)
+	r.lastReq, r.lastLim, r.seen = req, lim, true
+	if changed && r.inFlight && req != r.sentFromReq {
+		r.inFlight = false
+	}
+	return changed
+}
+
+func (c *Container) resetRun() {
+	c.runSeconds, c.runSevSeconds, c.runMaxSev = 0, 0, 0
+	c.runPinnedOnly = true
+}
+
+// cpuFast is the CPU fast path: sustained throttling or usage pinned at the
+// limit grows the limit by a factor, and light but persistent throttling by
+// a smaller one. It returns a Hold change when neither fires.
+func (c *Container) cpuFast(sig cgroup.Signals, changed bool) Change {
+	cfg := c.cfg
+	limit := float64(sig.CPULimitMillicores)
+	if limit <= 0 && !sig.CPUUnlimited {
+		limit = float64(c.cur.CPULimitMillis)
+	}
+	if changed {
+		c.resetRun()
+		c.throttleEWMA, c.throttleEWMASeconds = 0, 0
+		return Change{}
+	}
+	if !sig.HasRate || limit <= 0 || sig.IntervalSeconds <= 0 {
+		if !sig.HasRate {
+			c.resetRun()
+		}
+		return Change{}
+	}
+	dt := sig.IntervalSeconds
+	f := sig.CPUThrottledFraction
+	u := sig.CPUUsageMillicores
+	a := 1 - math.Exp(-dt/cfg.CPULightThrottleWindow.Seconds())
+	c.throttleEWMA += a * (f - c.throttleEWMA)
+	c.throttleEWMASeconds += dt
+
+	throttled := f >= cfg.CPUThrottledFraction
+	pinned := u >= cfg.CPUPinnedFraction*limit
+	if !throttled && !pinned {
+		c.resetRun()
+	} else {
+		if c.runSeconds == 0 {
+			c.runPinnedOnly = true
+		}
+		sev := f
+		if !throttled {
+			sev = max(f, pinnedSeverity)
+		}
+		c.runSeconds += dt
+		c.runSevSeconds += sev * dt
+		c.runMaxSev = max(c.runMaxSev, sev)
+		c.runPinnedOnly = c.runPinnedOnly && !throttled
+		if c.runSevSeconds >= cfg.CPUSustain.Seconds()*(1-1e-9) {
+			// The first sample of a step is partial, so the run's mean
+			// understates the throttling now: size by the worst sample.
+			k := max(1+cfg.CPUGrowthGain*c.runMaxSev, 1+cfg.GrowBand)
+			why := WhyThrottled
+			if c.runPinnedOnly {
+				why = WhyPinned
+			}
+			return c.growLimit(&c.cpu, limit*k, true, Reason{
+				Why: why, Value: int64(math.Round(u)), Limit: int64(math.Round(limit)),
+				Fraction: c.runMaxSev, Duration: seconds(c.runSeconds),
+			})
+		}
+		return Change{}
+	}
+	if c.throttleEWMASeconds >= cfg.CPULightThrottleWindow.Seconds() && c.throttleEWMA >= cfg.CPULightThrottledFraction {
+		k := max(1+cfg.CPUGrowthGain*c.throttleEWMA, 1+cfg.GrowBand)
+		return c.growLimit(&c.cpu, limit*k, false, Reason{
+			Why: WhyThrottledLong, Limit: int64(math.Round(limit)),
+			Fraction: c.throttleEWMA, Duration: cfg.CPULightThrottleWindow,
+		})
+	}
+	return Change{}
+}
+
+// memoryFast is the memory fast path: an OOM kill, a working set near the
+// limit, one that would reach it within MemoryForecast, or PSI memory stalls
+// near it grow memory at once.
+func (c *Container) memoryFast(now time.Time, sig cgroup.Signals) Change {
+	cfg := c.cfg
+	ws := float64(sig.MemoryWorkingSetBytes)
+	limit := float64(c.cur.MemLimitBytes)
+	if sig.MemoryLimited {
+		limit = ws + float64(sig.MemoryHeadroomBytes)
+	}
+	forecastWS := ws + max(c.slope, 0)*cfg.MemoryForecast.Seconds()
+	// A fast creep may ask for more than one growth step, but not more than
+	// two: the slope of a single burst is not a trend.
+	want := min(max(limit*cfg.MemoryGrowthFactor, forecastWS*(1+cfg.MemoryHeadroom)),
+		limit*cfg.MemoryGrowthFactor*cfg.MemoryGrowthFactor)
+
+	if sig.OOMKillsDelta > 0 || c.pendingOOM {
+		c.pendingOOM = false
+		r := Reason{Why: WhyOOMKill, Memory: true, Value: int64(ws), Limit: int64(limit)}
+		if limit <= 0 {
+			// No limit: the kill came from the node. Raise the request so
+			// the container is a worse eviction candidate next time.
+			req := float64(c.cur.MemRequestBytes)
+			c.peak.add(now, ws)
+			return c.growRequest(&c.mem, max(req*cfg.MemoryGrowthFactor, req+float64(cfg.MemoryOOMMinBumpBytes)), r)
+		}
+		// The working set wanted more than the limit just before the kill,
+		// whatever the new cgroup says now. As VPA does, remember the bumped
+		// size as a peak, so the target stays there for the peak window.
+		bumped := max(limit*cfg.MemoryGrowthFactor, limit+float64(cfg.MemoryOOMMinBumpBytes))
+		c.peak.add(now, bumped/(1+cfg.MemoryHeadroom))
+		// No forecast here: the slope into a kill is one burst, not a trend.
+		return c.growLimit(&c.mem, max(bumped, ws*(1+cfg.MemoryHeadroom)), true, r)
+	}
+	if limit <= 0 {
+		return Change{}
+	}
+	headroom := limit - ws
+	frac := headroom / limit
+	switch {
+	case frac < cfg.MemoryNearLimitFraction:
+		return c.growLimit(&c.mem, want, true, Reason{
+			Why: WhyMemoryNearLimit, Memory: true, Value: int64(ws), Limit: int64(limit), Fraction: max(frac, 0)})
+	case c.slope > 0 && headroom/c.slope < cfg.MemoryForecast.Seconds():
+		return c.growLimit(&c.mem, want, true, Reason{
+			Why: WhyMemoryCreep, Memory: true, Value: int64(ws), Limit: int64(limit), Duration: seconds(headroom / c.slope)})
+	case sig.PSIPresent && sig.MemoryPressure.SomeStalledFraction >= cfg.MemoryPressureFraction &&
+		(frac < pressureHeadroomFraction || sig.MemoryLimitHitsDelta > 0):
+		return c.growLimit(&c.mem, want, true, Reason{
+			Why: WhyMemoryPressure, Memory: true, Value: int64(ws), Limit: int64(limit), Fraction: sig.MemoryPressure.SomeStalledFraction})
+	}
+	return Change{}
+}
+
+// growLimit turns a wanted limit into a grow of the request that, with the
+// limit following at its ratio, gives that limit.
+func (c *Container) growLimit(r *resource, newLimit float64, fast bool, why Reason) Change {
+	req, lim := r.lastReq, r.lastLim
+	if req <= 0 {
+		return Change{Reason: Reason{Why: WhyNoRequest, Memory: r.memory}}
+	}
+	if c.bounds.RequestsOnly && lim > 0 {
+		return Change{Request: req, Limit: lim, Reason: Reason{Why: WhyLimitFixed, Memory: r.memory, Limit: lim}}
+	}
+	newReq := newLimit
+	if lim > 0 {
+		newReq = newLimit * float64(req) / float64(lim)
+	}
+	ch := c.growRequest(r, newReq, why)
+	ch.Fast = fast
+	return ch
+}
+
+func (c *Container) growRequest(r *resource, newReq float64, why Reason) Change {
+	req := r.lastReq
+	if req <= 0 {
+		return Change{Reason: Reason{Why: WhyNoRequest, Memory: r.memory}}
+	}
+	n := ceil(newReq)
+	n = max(n, req+c.minStep(r))
+	why.Request = req
+	return Change{Action: Grow, Request: n, Fast: true, Reason: why}
+}
+
+func (c *Container) minStep(r *resource) int64 {
+	if r.memory {
+		return c.cfg.MinMemoryStepBytes
+	}
+	return c.cfg.MinCPUStepMillis
+}
+
+// target is the uncapped baseline target of a resource at now:
+// the percentile of its own and its seed histogram plus the margin, for
+// memory at least the window's peak working set plus headroom, and at least
+// the floor of a recent fast-path grow.
+func (c *Container) target(now time.Time, r *resource, p float64) float64 {
+	margin := c.cfg.CPUMargin
+	if r.memory {
+		margin = c.cfg.MemoryMargin
+	}
+	t := c.percentile(r, p) * (1 + margin)
+	if r.memory {
+		t = max(t, c.peak.max(now)*(1+c.cfg.MemoryHeadroom))
+	}
+	if now.Before(r.floorUntil) {
+		t = max(t, float64(r.floor))
+	}
+	return t
+}
+
+func (c *Container) percentile(r *resource, p float64) float64 {
+	if r.seed == nil || r.seed.Empty() {
+		return r.hist.Percentile(p)
+	}
+	return percentile(r.hist, r.seed, relativeScale(r.hist, r.seed), p)
+}
+
+func (c *Container) warmingUp(r *resource) bool {
+	return r.samples < c.cfg.WarmupSamples && (r.seed == nil || r.seed.Empty())
+}
+
+// baseline is the slow path: grow to the target when it is above the band,
+// shrink to the largest target of the stabilization window once the target
+// has stayed below the band for the whole window.
+func (c *Container) baseline(now time.Time, r *resource, req, lim int64) Change {
+	if req <= 0 {
+		return Change{Reason: Reason{Why: WhyNoRequest, Memory: r.memory}}
+	}
+	hold := Change{Request: req, Limit: lim}
+	if c.warmingUp(r) {
+		r.shrinkSince = time.Time{}
+		hold.Reason = Reason{Why: WhyWarmingUp, Memory: r.memory, Duration: time.Duration(c.cfg.WarmupSamples-r.samples) * time.Second}
+		return hold
+	}
+	t := float64(c.clamp(now, r, ceil(c.target(now, r, c.cfg.TargetPercentile))))
+	fr := float64(req)
+	step := float64(c.minStep(r))
+	switch {
+	case t > fr*(1+c.cfg.GrowBand) && t-fr >= step:
+		r.shrinkSince = time.Time{}
+		return Change{Action: Grow, Request: ceil(t), Reason: Reason{Why: WhyAboveRequest, Memory: r.memory, Value: ceil(t), Request: req}}
+	case t < fr*(1-c.cfg.ShrinkBand) && fr-t >= step && !c.starving(r):
+		if r.shrinkSince.IsZero() {
+			r.shrinkSince, r.shrinkMax = now, t
+		}
+		r.shrinkMax = max(r.shrinkMax, t)
+		elapsed := now.Sub(r.shrinkSince)
+		if elapsed < c.cfg.ShrinkWindow {
+			hold.Reason = Reason{Why: WhyStabilizing, Memory: r.memory, Value: ceil(t), Request: req, Duration: c.cfg.ShrinkWindow - elapsed}
+			return hold
+		}
+		maxFrac := c.cfg.MaxCPUShrinkFraction
+		if r.memory {
+			maxFrac = c.cfg.MaxMemoryShrinkFraction
+		}
+		n := ceil(max(r.shrinkMax, fr*(1-maxFrac)))
+		if n >= req {
+			hold.Reason = Reason{Why: WhyInBand, Memory: r.memory, Value: ceil(t), Request: req}
+			return hold
+		}
+		return Change{Action: Shrink, Request: n, Reason: Reason{Why: WhyBelowRequest, Memory: r.memory, Value: n, Request: req, Duration: elapsed}}
+	default:
+		r.shrinkSince = time.Time{}
+		hold.Reason = Reason{Why: WhyInBand, Memory: r.memory, Value: ceil(t), Request: req}
+		return hold
+	}
+}
+
+// starving reports signs of starvation that forbid a shrink.
+func (c *Container) starving(r *resource) bool {
+	if r.memory {
+		return c.pendingOOM
+	}
+	return c.runSeconds > 0 || c.throttleEWMA >= c.cfg.CPULightThrottledFraction/2
+}
+
+// clamp applies minAllowed, maxAllowed and a live cap to a target.
+func (c *Container) clamp(now time.Time, r *resource, t int64) int64 {
+	lo, hi := c.bounds.MinCPUMillis, c.bounds.MaxCPUMillis
+	if r.memory {
+		lo, hi = c.bounds.MinMemBytes, c.bounds.MaxMemBytes
+	}
+	if hi > 0 {
+		t = min(t, hi)
+	}
+	if now.Before(r.capUntil) {
+		t = min(t, r.capValue)
+	}
+	floor := c.cfg.MinCPUMillis
+	if r.memory {
+		floor = c.cfg.MinMemBytes
+	}
+	return max(t, lo, floor)
+}
+
+// gate applies what the policy, earlier resizes and the pod's budget allow.
+func (c *Container) gate(now time.Time, r *resource, ch Change, req, lim int64) Change {
+	hold := func(why Reason) Change {
+		why.Memory = r.memory
+		return Change{Request: req, Limit: lim, Reason: why}
+	}
+	if (r.memory && c.bounds.IgnoreMemory) || (!r.memory && c.bounds.IgnoreCPU) {
+		return hold(Reason{Why: WhyNotControlled})
+	}
+	if ch.Action == Hold {
+		if ch.Request == 0 {
+			ch.Request, ch.Limit = req, lim
+		}
+		return ch
+	}
+	wanted := ch.Request
+	if ch.Action == Grow {
+		capped := c.clamp(now, r, wanted)
+		if capped < req+c.minStep(r) {
+			outcome := r.capOutcome
+			capAt := r.capValue
+			if !now.Before(r.capUntil) {
+				outcome, capAt = "maxAllowed", capped
+			}
+			return hold(Reason{Why: WhyCapped, Value: wanted, Limit: capAt, Outcome: outcome})
+		}
+		ch.Request = capped
+	}
+	if r.inFlight {
+		return hold(Reason{Why: WhyInFlight, Duration: now.Sub(r.sentAt)})
+	}
+	p := c.pod
+	if now.Before(p.backoffUntil) {
+		return hold(Reason{Why: WhyBackoff, Value: wanted, Duration: p.backoffUntil.Sub(now), Outcome: p.lastFailure.String()})
+	}
+	need := 1
+	if ch.Action == Shrink {
+		need = c.cfg.GrowReserve + 1
+	}
+	if p.remaining(now) < need {
+		return hold(Reason{Why: WhyBudget, Value: wanted, Duration: p.waitFor(now, need)})
+	}
+	if lim > 0 && req > 0 && !c.bounds.RequestsOnly {
+		ch.Limit = ceil(float64(ch.Request) * float64(lim) / float64(req))
+	} else {
+		ch.Limit = lim
+	}
+	return ch
+}
+
+// Recommendation returns the container's VPA-style estimate at now.
+func (c *Container) Recommendation(now time.Time) Recommendation {
+	return Recommendation{CPU: c.estimate(now, &c.cpu), Memory: c.estimate(now, &c.mem)}
+}
+
+func (c *Container) estimate(now time.Time, r *resource) Estimate {
+	margin := c.cfg.CPUMargin
+	halfLife := c.cfg.CPUHalfLife
+	if r.memory {
+		margin, halfLife = c.cfg.MemoryMargin, c.cfg.MemoryHalfLife
+	}
+	if r.hist.Empty() && (r.seed == nil || r.seed.Empty()) {
+		return Estimate{}
+	}
+	// Confidence is the history behind the estimate, in half-lives: the
+	// bounds are widened by (1 + 1/confidence) as VPA widens them by days.
+	conf := max((r.observedSeconds+r.seedSeconds)/halfLife.Seconds(), 1e-3)
+	lower := c.percentile(r, c.cfg.LowerPercentile) * (1 + margin) * math.Pow(1+0.001/conf, -2)
+	upper := c.percentile(r, c.cfg.UpperPercentile) * (1 + margin) * (1 + 1/conf)
+	unc := c.target(now, r, c.cfg.TargetPercentile)
+	if r.memory {
+		peak := c.peak.max(now) * (1 + c.cfg.MemoryHeadroom)
+		upper = max(upper, peak)
+	}
+	upper = max(upper, unc)
+	lower = min(lower, unc)
+	return Estimate{
+		Target:         c.clamp(now, r, ceil(unc)),
+		LowerBound:     c.clamp(now, r, ceil(lower)),
+		UpperBound:     c.clamp(now, r, ceil(upper)),
+		UncappedTarget: ceil(unc),
+	}
+}
+
+// expireInFlight ends a wait for a resize that got neither Feedback nor a
+// visible change within InFlightTimeout: it counts as a Timeout.
+func (c *Container) expireInFlight(now time.Time) {
+	for _, r := range [...]*resource{&c.cpu, &c.mem} {
+		if r.inFlight && now.Sub(r.sentAt) >= c.cfg.InFlightTimeout {
+			r.inFlight = false
+			c.pod.fail(now, resize.Timeout)
+		}
+	}
+}
+
+// sent records that the container's latest decision went out in a resize.
+func (c *Container) sent(now time.Time) {
+	for _, x := range [...]struct {
+		r  *resource
+		ch Change
+	}{{&c.cpu, c.last.CPU}, {&c.mem, c.last.Memory}} {
+		if x.ch.Action == Hold {
+			continue
+		}
+		x.r.inFlight, x.r.sentAt = true, now
+		x.r.sentFromReq, x.r.sentToReq = x.r.lastReq, x.ch.Request
+		x.r.shrinkSince = time.Time{}
+		if x.ch.Action == Grow {
+			x.r.floor, x.r.floorUntil = x.ch.Request, now.Add(c.cfg.ShrinkWindow)
+		} else {
+			x.r.floorUntil = time.Time{}
+		}
+	}
+	c.last = Decision{}
+}
+
+func ceil(v float64) int64 {
+	if !(v > 0) {
+		return 0
+	}
+	if v >= math.MaxInt64/2 {
+		return math.MaxInt64 / 2
+	}
+	return int64(math.Ceil(v - 1e-9))
+}
+
+func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
