@@ -140,7 +140,7 @@ func newLabCommand(stdout, stderr io.Writer) *cobra.Command {
 			return nil
 		},
 	}
-	cmd.AddCommand(up, down, status, kubeconfig, env, kubectl, build)
+	cmd.AddCommand(up, down, status, kubeconfig, env, kubectl, build, newLabVPACommand(opts, stdout))
 	return cmd
 }
 

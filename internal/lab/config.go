@@ -174,6 +174,17 @@ func components(o *Options, p *pki.Set) []component {
 			"--kubelet-client-certificate=" + p.KubeletClientCert,
 			"--kubelet-client-key=" + p.KubeletClientKey,
 			"--kubelet-preferred-address-types=InternalIP",
+			// The aggregation layer (metrics.k8s.io for metrics-server): the
+			// front proxy's identity, and routing to a service's endpoints
+			// rather than its ClusterIP, since the lab runs no kube-proxy.
+			"--requestheader-client-ca-file=" + p.CACert,
+			"--requestheader-allowed-names=front-proxy-client",
+			"--requestheader-username-headers=X-Remote-User",
+			"--requestheader-group-headers=X-Remote-Group",
+			"--requestheader-extra-headers-prefix=X-Remote-Extra-",
+			"--proxy-client-cert-file=" + p.FrontProxyClientCert,
+			"--proxy-client-key-file=" + p.FrontProxyClientKey,
+			"--enable-aggregator-routing=true",
 			"--allow-privileged=true",
 			"--profiling=false",
 		}},

@@ -30,6 +30,10 @@ func Down(ctx context.Context, o *Options, log io.Writer) error {
 	if len(running) > 0 {
 		fmt.Fprintf(log, "stopping the lab (%s)\n", strings.Join(running, ", "))
 	}
+	// Add-ons (metrics-server, upstream VPA) first: they act on the cluster.
+	for _, n := range addOns(o) {
+		errs = append(errs, StopProcess(o, n, 10*time.Second))
+	}
 	// Controllers first, so nothing recreates the pods deleted next.
 	for _, n := range []string{"kube-controller-manager", "kube-scheduler"} {
 		if p, ok := readProc(o, n); ok {

@@ -136,3 +136,33 @@ func TestProcRoundTrip(t *testing.T) {
 		t.Error("process alive after stop")
 	}
 }
+
+func TestAddOnProcess(t *testing.T) {
+	o := NewOptions()
+	o.Dir = t.TempDir()
+	if _, err := StartProcess(o, "kubelet", []string{"sleep", "30"}); err == nil {
+		t.Error("StartProcess took a component's name")
+	}
+	pid, err := StartProcess(o, "metrics-server", []string{"sleep", "30"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, running := ProcessRunning(o, "metrics-server"); got != pid || !running {
+		t.Fatalf("ProcessRunning = %d, %v; want %d, true", got, running, pid)
+	}
+	if got := addOns(o); len(got) != 1 || got[0] != "metrics-server" {
+		t.Errorf("addOns = %v, want [metrics-server]", got)
+	}
+	if err := StopProcess(o, "metrics-server", 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if _, running := ProcessRunning(o, "metrics-server"); running {
+		t.Error("process runs after StopProcess")
+	}
+	if got := addOns(o); len(got) != 0 {
+		t.Errorf("addOns after stop = %v, want none", got)
+	}
+	if err := StopProcess(o, "metrics-server", time.Second); err != nil {
+		t.Errorf("stopping a stopped process: %v", err)
+	}
+}

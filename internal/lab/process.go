@@ -6,6 +6,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -163,4 +165,63 @@ func processesWith(marker string) []int {
 		}
 	}
 	return pids
+}
+
+// StartProcess starts argv on the host (the root network namespace) as an
+// add-on of the lab, such as metrics-server or upstream VPA: detached, its
+// output appended to LogFile(o, name), its PID and start time recorded like
+// a component's, so that Down stops it as well. It returns the PID.
+func StartProcess(o *Options, name string, argv []string) (int, error) {
+	if slices.Contains(componentNames, name) || !addOnNameRE.MatchString(name) {
+		return 0, fmt.Errorf("starting %q: not a valid add-on process name", name)
+	}
+	p, err := startProc(o, name, argv)
+	if err != nil {
+		return 0, err
+	}
+	return p.PID, nil
+}
+
+// StopProcess stops the add-on process name (SIGTERM, SIGKILL after grace)
+// and forgets it. One that is not recorded or no longer runs is no error.
+func StopProcess(o *Options, name string, grace time.Duration) error {
+	p, ok := readProc(o, name)
+	if !ok {
+		return nil
+	}
+	if err := p.stop(grace); err != nil {
+		return err
+	}
+	if err := os.Remove(pidFile(o, name)); err != nil && !os.IsNotExist(err) {
+		return fmt.Errorf("forgetting %s: %w", name, err)
+	}
+	return nil
+}
+
+// ProcessRunning returns the recorded PID of the add-on process name and
+// whether that very process still runs.
+func ProcessRunning(o *Options, name string) (pid int, running bool) {
+	p, ok := readProc(o, name)
+	if !ok {
+		return 0, false
+	}
+	return p.PID, p.alive()
+}
+
+// LogFile is where the output of the lab's process name goes.
+func LogFile(o *Options, name string) string { return logFile(o, name) }
+
+var addOnNameRE = regexp.MustCompile(`^[a-z][a-z0-9-]{0,62}$`)
+
+// addOns lists the recorded processes that are not lab components.
+func addOns(o *Options) []string {
+	paths, _ := filepath.Glob(pidFile(o, "*"))
+	var names []string
+	for _, path := range paths {
+		name := strings.TrimSuffix(filepath.Base(path), ".pid")
+		if !slices.Contains(componentNames, name) {
+			names = append(names, name)
+		}
+	}
+	return names
 }

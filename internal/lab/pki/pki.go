@@ -29,6 +29,11 @@ type Set struct {
 	// KubeletClientCert and KubeletClientKey are what the apiserver presents
 	// to kubelets (--kubelet-client-certificate, --kubelet-client-key).
 	KubeletClientCert, KubeletClientKey string
+	// FrontProxyClientCert and FrontProxyClientKey are what the apiserver's
+	// aggregator presents to extension API servers such as metrics-server
+	// (--proxy-client-cert-file); they trust it through the CA and the name
+	// front-proxy-client (--requestheader-allowed-names).
+	FrontProxyClientCert, FrontProxyClientKey string
 	// SAKey and SAPub are the service-account signing key pair.
 	SAKey, SAPub string
 	// The kubeconfigs embed the CA and their user's certificate and key.
@@ -75,6 +80,7 @@ func newSet(dir string) *Set {
 		APIServerCert: p("apiserver.crt"), APIServerKey: p("apiserver.key"),
 		KubeletCert: p("kubelet.crt"), KubeletKey: p("kubelet.key"),
 		KubeletClientCert: p("apiserver-kubelet-client.crt"), KubeletClientKey: p("apiserver-kubelet-client.key"),
+		FrontProxyClientCert: p("front-proxy-client.crt"), FrontProxyClientKey: p("front-proxy-client.key"),
 		SAKey: p("sa.key"), SAPub: p("sa.pub"),
 		AdminKubeconfig:             p("admin.kubeconfig"),
 		ControllerManagerKubeconfig: p("controller-manager.kubeconfig"),
@@ -109,6 +115,8 @@ func leaves(s *Set, o Options) []leaf {
 			ips: append(slices.Clone(o.NodeIPs), loopback), cert: s.KubeletCert, key: s.KubeletKey},
 		{name: "kube-apiserver-kubelet-client", cn: "kube-apiserver-kubelet-client", orgs: []string{"system:masters"},
 			usage: x509.ExtKeyUsageClientAuth, cert: s.KubeletClientCert, key: s.KubeletClientKey},
+		{name: "front-proxy-client", cn: "front-proxy-client",
+			usage: x509.ExtKeyUsageClientAuth, cert: s.FrontProxyClientCert, key: s.FrontProxyClientKey},
 		{name: "admin", cn: "snug-lab-admin", orgs: []string{"system:masters"},
 			usage: x509.ExtKeyUsageClientAuth, kubeconfig: s.AdminKubeconfig},
 		{name: "kube-controller-manager", cn: "system:kube-controller-manager",
