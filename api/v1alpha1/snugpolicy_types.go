@@ -1,0 +1,503 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// SnugPolicy tells snug which pods to keep sized to what they use, and how:
+// which containers and resources it may change, within which bounds, how
+// eagerly it grows and how cautiously it shrinks them. snug resizes pods in
+// place through their resize subresource; it never changes a pod's QoS class.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Namespaced,shortName=sp;snugpol,categories=snug
+// +kubebuilder:printcolumn:name="Kind",type=string,JSONPath=`.spec.targetRef.kind`,description="Kind of the target workload"
+// +kubebuilder:printcolumn:name="Target",type=string,JSONPath=`.spec.targetRef.name`,description="Name of the target workload"
+// +kubebuilder:printcolumn:name="Mode",type=string,JSONPath=`.spec.updatePolicy.updateMode`,description="How snug applies its recommendations"
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`,description="Whether the policy is in force"
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1,description="Why the policy is or is not in force"
+// +kubebuilder:printcolumn:name="Selector",type=string,JSONPath=`.status.selector`,priority=1,description="Label selector of the pods the policy covers"
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type SnugPolicy struct {
+	metav1.TypeMeta `json:",inline"`
+	// metadata is the standard object metadata.
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec says which pods snug sizes and how.
+	// +required
+	Spec SnugPolicySpec `json:"spec"`
+
+	// status is what snug's controller last observed and recommended.
+	// +optional
+	Status SnugPolicyStatus `json:"status,omitempty"`
+}
+
+// SnugPolicySpec says which pods snug sizes and how.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.targetRef) != has(self.selector)",message="set exactly one of targetRef (a workload) and selector (a label selector)"
+// +kubebuilder:validation:XValidation:rule="!has(self.selector) || (has(self.selector.matchLabels) && size(self.selector.matchLabels) > 0) || (has(self.selector.matchExpressions) && size(self.selector.matchExpressions) > 0)",message="selector must not be empty: an empty selector would select every pod in the namespace",fieldPath=".selector"
+// +kubebuilder:validation:XValidation:rule="!has(self.behavior) || !has(self.behavior.deferred) || !has(self.behavior.deferred.action) || self.behavior.deferred.action != 'Evict' || (has(self.updatePolicy) && has(self.updatePolicy.updateMode) && self.updatePolicy.updateMode == 'InPlaceOrRecreate')",message="deferred action Evict needs updatePolicy.updateMode InPlaceOrRecreate: the other modes never evict a pod",fieldPath=".behavior.deferred.action"
+type SnugPolicySpec struct {
+	// targetRef names the workload whose pods snug sizes: a Deployment,
+	// StatefulSet, DaemonSet, ReplicaSet, Job or CronJob in the policy's
+	// namespace. Exactly one of targetRef and selector is set.
+	// +optional
+	TargetRef *CrossVersionObjectReference `json:"targetRef,omitempty"`
+
+	// selector selects the pods snug sizes by their labels, in the policy's
+	// namespace, for pods that no supported workload owns. It must not be
+	// empty. Exactly one of targetRef and selector is set.
+	// +optional
+	Selector *metav1.LabelSelector `json:"selector,omitempty"`
+
+	// updatePolicy says whether and how snug applies its recommendations.
+	// Defaults to an updatePolicy with every field at its default.
+	// +optional
+	// +kubebuilder:default={}
+	UpdatePolicy *PodUpdatePolicy `json:"updatePolicy,omitempty"`
+
+	// resourcePolicy says which containers and resources snug may change,
+	// and within which bounds. Defaults to one containerPolicy for every
+	// container ("*") with every field at its default.
+	// +optional
+	// +kubebuilder:default={}
+	ResourcePolicy *PodResourcePolicy `json:"resourcePolicy,omitempty"`
+
+	// behavior tunes when snug grows and shrinks containers, how far, how
+	// often, and what it does about a resize the node cannot take yet.
+	// Defaults to a behavior with every field at its default.
+	// +optional
+	// +kubebuilder:default={}
+	Behavior *Behavior `json:"behavior,omitempty"`
+}
+
+// CrossVersionObjectReference names a workload, like the autoscaling API's
+// type of the same name.
+//
+// +structType=atomic
+// +kubebuilder:validation:XValidation:rule="self.kind in ['Deployment', 'StatefulSet', 'DaemonSet', 'ReplicaSet', 'Job', 'CronJob']",message="kind must be one of Deployment, StatefulSet, DaemonSet, ReplicaSet, Job and CronJob; select other pods with spec.selector",fieldPath=".kind"
+// +kubebuilder:validation:XValidation:rule="!has(self.apiVersion) || self.apiVersion == (self.kind in ['Job', 'CronJob'] ? 'batch/v1' : 'apps/v1')",message="apiVersion must be apps/v1 for a Deployment, StatefulSet, DaemonSet or ReplicaSet and batch/v1 for a Job or CronJob",fieldPath=".apiVersion"
+type CrossVersionObjectReference struct {
+	// apiVersion is the API version of the workload: apps/v1 for a
+	// Deployment, StatefulSet, DaemonSet or ReplicaSet, batch/v1 for a Job or
+	// CronJob. When absent, snug uses the one that fits kind.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	APIVersion string `json:"apiVersion,omitempty"`
+
+	// kind is the kind of the workload: Deployment, StatefulSet, DaemonSet,
+	// ReplicaSet, Job or CronJob.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Kind string `json:"kind"`
+
+	// name is the name of the workload, in the policy's namespace.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+}
+
+// UpdateMode says whether and how snug applies its recommendations to pods.
+//
+// +kubebuilder:validation:Enum=Off;InPlace;InPlaceOrRecreate;Initial
+type UpdateMode string
+
+const (
+	// UpdateModeOff only recommends: snug writes the recommendation into the
+	// policy's status and changes no pod.
+	UpdateModeOff UpdateMode = "Off"
+	// UpdateModeInPlace resizes running pods in place and never evicts one.
+	UpdateModeInPlace UpdateMode = "InPlace"
+	// UpdateModeInPlaceOrRecreate resizes in place, and evicts a pod only
+	// where an in-place resize cannot work, within its PodDisruptionBudgets
+	// and minReplicas.
+	UpdateModeInPlaceOrRecreate UpdateMode = "InPlaceOrRecreate"
+	// UpdateModeInitial sizes pods only when they are created. It needs an
+	// admission webhook that snug does not have yet: the schema accepts it,
+	// and the controller reports it with condition ConfigUnsupported (reason
+	// UpdateModeNotSupported) and changes no pod.
+	UpdateModeInitial UpdateMode = "Initial"
+)
+
+// PodUpdatePolicy says whether and how snug applies its recommendations.
+type PodUpdatePolicy struct {
+	// updateMode is how snug applies its recommendations: Off only
+	// recommends; InPlace resizes running pods in place and never evicts;
+	// InPlaceOrRecreate also evicts a pod where an in-place resize cannot
+	// work, within its PodDisruptionBudgets and minReplicas; Initial (size
+	// pods at creation) is accepted but not supported yet: the policy then
+	// gets condition ConfigUnsupported and no pod is changed.
+	// Defaults to InPlace.
+	// +optional
+	// +kubebuilder:default=InPlace
+	UpdateMode UpdateMode `json:"updateMode,omitempty"`
+
+	// minReplicas is the fewest pods of the target that must be running for
+	// snug to evict one of them. Only InPlaceOrRecreate evicts; the other
+	// modes ignore it. Defaults to 2, as the VerticalPodAutoscaler's updater.
+	// +optional
+	// +kubebuilder:default=2
+	// +kubebuilder:validation:Minimum=1
+	MinReplicas *int32 `json:"minReplicas,omitempty"`
+}
+
+// PodResourcePolicy says which containers and resources snug may change.
+type PodResourcePolicy struct {
+	// containerPolicies are the per-container rules. A container follows the
+	// entry with its name, else the entry named "*", else the defaults of a
+	// containerPolicy. Names are unique. Defaults to a single entry for
+	// "*" with every field at its default.
+	// +optional
+	// +listType=map
+	// +listMapKey=containerName
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:default={{containerName: "*"}}
+	// +kubebuilder:validation:XValidation:rule="self.all(p, self.exists_one(q, q.containerName == p.containerName))",message="containerName must be unique: give each container, and \"*\", at most one policy"
+	ContainerPolicies []ContainerResourcePolicy `json:"containerPolicies,omitempty"`
+}
+
+// ContainerScalingMode says whether snug changes a container.
+//
+// +kubebuilder:validation:Enum=Auto;Off
+type ContainerScalingMode string
+
+const (
+	// ContainerScalingModeAuto lets snug change the container.
+	ContainerScalingModeAuto ContainerScalingMode = "Auto"
+	// ContainerScalingModeOff leaves the container alone; snug still
+	// recommends for it.
+	ContainerScalingModeOff ContainerScalingMode = "Off"
+)
+
+// ContainerControlledValues says which of a container's values snug changes.
+//
+// +kubebuilder:validation:Enum=RequestsAndLimits;RequestsOnly
+type ContainerControlledValues string
+
+const (
+	// ContainerControlledValuesRequestsAndLimits changes requests, and limits
+	// in proportion to them, keeping the ratio the pod was created with.
+	ContainerControlledValuesRequestsAndLimits ContainerControlledValues = "RequestsAndLimits"
+	// ContainerControlledValuesRequestsOnly changes requests and leaves
+	// limits as they are.
+	ContainerControlledValuesRequestsOnly ContainerControlledValues = "RequestsOnly"
+)
+
+// ContainerResourcePolicy is the rule for one container, or for every
+// container not named elsewhere ("*").
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.minAllowed) || !has(self.maxAllowed) || !has(self.minAllowed.cpu) || !has(self.maxAllowed.cpu) || !isQuantity(string(self.minAllowed.cpu)) || !isQuantity(string(self.maxAllowed.cpu)) || quantity(string(self.minAllowed.cpu)).compareTo(quantity(string(self.maxAllowed.cpu))) <= 0",message="minAllowed.cpu must not be above maxAllowed.cpu",fieldPath=".minAllowed.cpu"
+// +kubebuilder:validation:XValidation:rule="!has(self.minAllowed) || !has(self.maxAllowed) || !has(self.minAllowed.memory) || !has(self.maxAllowed.memory) || !isQuantity(string(self.minAllowed.memory)) || !isQuantity(string(self.maxAllowed.memory)) || quantity(string(self.minAllowed.memory)).compareTo(quantity(string(self.maxAllowed.memory))) <= 0",message="minAllowed.memory must not be above maxAllowed.memory",fieldPath=".minAllowed.memory"
+type ContainerResourcePolicy struct {
+	// containerName is the name of the container the rule is for, or "*" for
+	// every container that no other entry names.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="self == '*' || self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="containerName must be a container's name (lowercase letters, digits and '-') or \"*\""
+	ContainerName string `json:"containerName"`
+
+	// mode is Auto to let snug change the container, Off to leave it alone
+	// (snug still recommends for it). Defaults to Auto.
+	// +optional
+	// +kubebuilder:default=Auto
+	Mode ContainerScalingMode `json:"mode,omitempty"`
+
+	// controlledResources are the resources snug may change: cpu, memory or
+	// both. Defaults to [cpu, memory].
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=2
+	// +kubebuilder:validation:items:Enum=cpu;memory
+	// +kubebuilder:default={cpu,memory}
+	ControlledResources []corev1.ResourceName `json:"controlledResources,omitempty"`
+
+	// controlledValues is RequestsAndLimits to change requests and limits,
+	// keeping their ratio, or RequestsOnly to change requests and leave
+	// limits alone. Defaults to RequestsAndLimits.
+	// +optional
+	// +kubebuilder:default=RequestsAndLimits
+	ControlledValues ContainerControlledValues `json:"controlledValues,omitempty"`
+
+	// minAllowed is the least snug sets the container's requests to: cpu,
+	// memory or both. When absent, there is no lower bound other than what
+	// the pod's QoS class requires.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="!has(self.cpu) || !isQuantity(string(self.cpu)) || !quantity(string(self.cpu)).isLessThan(quantity('0'))",message="minAllowed.cpu must not be negative",fieldPath=".cpu"
+	// +kubebuilder:validation:XValidation:rule="!has(self.memory) || !isQuantity(string(self.memory)) || !quantity(string(self.memory)).isLessThan(quantity('0'))",message="minAllowed.memory must not be negative",fieldPath=".memory"
+	MinAllowed *ResourceAmounts `json:"minAllowed,omitempty"`
+
+	// maxAllowed is the most snug sets the container's requests to: cpu,
+	// memory or both. When absent, the node's allocatable bounds it.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="!has(self.cpu) || !isQuantity(string(self.cpu)) || quantity(string(self.cpu)).isGreaterThan(quantity('0'))",message="maxAllowed.cpu must be above zero",fieldPath=".cpu"
+	// +kubebuilder:validation:XValidation:rule="!has(self.memory) || !isQuantity(string(self.memory)) || quantity(string(self.memory)).isGreaterThan(quantity('0'))",message="maxAllowed.memory must be above zero",fieldPath=".memory"
+	MaxAllowed *ResourceAmounts `json:"maxAllowed,omitempty"`
+}
+
+// ResourceAmounts is an amount of cpu, of memory, or of both. It has the
+// JSON form of a VerticalPodAutoscaler's minAllowed and maxAllowed (a
+// ResourceList) restricted to the two resources snug sizes; being a struct,
+// it gives each quantity a bounded length, which keeps the CEL rules that
+// compare quantities within the API server's cost budget. (The
+// XIntOrString markers repeat what the Quantity schema says; without them
+// controller-gen refuses MaxLength on a quantity.)
+type ResourceAmounts struct {
+	// cpu is an amount of CPU, such as 250m or 2.
+	// +optional
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:MaxLength=32
+	CPU *resource.Quantity `json:"cpu,omitempty"`
+
+	// memory is an amount of memory, such as 512Mi or 2Gi.
+	// +optional
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:MaxLength=32
+	Memory *resource.Quantity `json:"memory,omitempty"`
+}
+
+// Behavior tunes snug's reactions.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.scaleUp) || !has(self.scaleUp.memoryWorkingSetPercent) || !has(self.memoryHeadroomPercent) || self.scaleUp.memoryWorkingSetPercent * (100 + self.memoryHeadroomPercent) > 10000",message="scaleUp.memoryWorkingSetPercent must be above 100*100/(100+memoryHeadroomPercent), the share of its limit a working set has right after a resize; otherwise snug would grow memory again at once. Raise one of the two",fieldPath=".scaleUp.memoryWorkingSetPercent"
+type Behavior struct {
+	// scaleUp says when snug grows a container at once.
+	// Defaults to a scaleUp with every field at its default.
+	// +optional
+	// +kubebuilder:default={}
+	ScaleUp *ScaleUpBehavior `json:"scaleUp,omitempty"`
+
+	// scaleDown says when and how far snug shrinks a container.
+	// Defaults to a scaleDown with every field at its default.
+	// +optional
+	// +kubebuilder:default={}
+	ScaleDown *ScaleDownBehavior `json:"scaleDown,omitempty"`
+
+	// memoryHeadroomPercent is the margin snug keeps above a container's
+	// peak working set, in percent of it: memory is never set below peak
+	// working set times (100 + memoryHeadroomPercent) / 100. Defaults to 20.
+	// +optional
+	// +kubebuilder:default=20
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=400
+	MemoryHeadroomPercent *int32 `json:"memoryHeadroomPercent,omitempty"`
+
+	// maxResizesPerHour bounds how often snug resizes any one pod, over a
+	// sliding hour; once reached, the pod's next resize waits until the
+	// oldest one is an hour old. Defaults to 20.
+	// +optional
+	// +kubebuilder:default=20
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=3600
+	MaxResizesPerHour int32 `json:"maxResizesPerHour,omitempty"`
+
+	// deferred says what snug does about a resize that the kubelet has
+	// deferred because the node has no room for it yet.
+	// Defaults to a deferred with every field at its default.
+	// +optional
+	// +kubebuilder:default={}
+	Deferred *DeferredBehavior `json:"deferred,omitempty"`
+}
+
+// OOMKillAction says what snug does when a container is OOM-killed.
+//
+// +kubebuilder:validation:Enum=Grow;Ignore
+type OOMKillAction string
+
+const (
+	// OOMKillActionGrow grows the container's memory at once.
+	OOMKillActionGrow OOMKillAction = "Grow"
+	// OOMKillActionIgnore leaves memory to the usual triggers.
+	OOMKillActionIgnore OOMKillAction = "Ignore"
+)
+
+// ScaleUpBehavior says when snug grows a container at once, without waiting
+// for its percentiles to move.
+type ScaleUpBehavior struct {
+	// cpuThrottledPercent is the share of CPU periods, in percent, in which a
+	// container was throttled over one sample at or above which snug grows
+	// its CPU at once. Defaults to 25, the threshold of the common
+	// CPUThrottlingHigh alert.
+	// +optional
+	// +kubebuilder:default=25
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	CPUThrottledPercent int32 `json:"cpuThrottledPercent,omitempty"`
+
+	// memoryWorkingSetPercent is the working set, in percent of the
+	// container's memory limit (of its request when it has no limit), at or
+	// above which snug grows its memory at once. Defaults to 90.
+	// +optional
+	// +kubebuilder:default=90
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	MemoryWorkingSetPercent int32 `json:"memoryWorkingSetPercent,omitempty"`
+
+	// onOOMKill is what snug does when a container is OOM-killed: Grow its
+	// memory at once, or Ignore the kill and leave memory to the other
+	// triggers. Defaults to Grow.
+	// +optional
+	// +kubebuilder:default=Grow
+	OnOOMKill OOMKillAction `json:"onOOMKill,omitempty"`
+}
+
+// ScaleDownBehavior says when and how far snug shrinks a container.
+type ScaleDownBehavior struct {
+	// stabilizationWindowSeconds is how long a container's recommendation
+	// must stay below its current size before snug shrinks it; 0 shrinks at
+	// once. Defaults to 300, as the HorizontalPodAutoscaler's scale-down.
+	// +optional
+	// +kubebuilder:default=300
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=86400
+	StabilizationWindowSeconds *int32 `json:"stabilizationWindowSeconds,omitempty"`
+
+	// maxStepPercent is the most one shrink takes off a container's current
+	// value, in percent of it; 100 lets one resize go straight to the
+	// recommendation. Defaults to 50.
+	// +optional
+	// +kubebuilder:default=50
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	MaxStepPercent int32 `json:"maxStepPercent,omitempty"`
+}
+
+// DeferredAction says what snug does about a resize that stays deferred.
+//
+// +kubebuilder:validation:Enum=Wait;FitToNode;Evict
+type DeferredAction string
+
+const (
+	// DeferredActionWait leaves the resize pending until the kubelet can
+	// apply it.
+	DeferredActionWait DeferredAction = "Wait"
+	// DeferredActionFitToNode lowers the pending resize to what the node has
+	// room for now.
+	DeferredActionFitToNode DeferredAction = "FitToNode"
+	// DeferredActionEvict evicts the pod so that it is recreated where its
+	// new size fits, within its PodDisruptionBudgets and minReplicas. Only
+	// with updateMode InPlaceOrRecreate.
+	DeferredActionEvict DeferredAction = "Evict"
+)
+
+// DeferredBehavior says what snug does about a deferred resize.
+type DeferredBehavior struct {
+	// action is what snug does once a resize has been deferred for
+	// afterSeconds: Wait leaves it pending until the node has room (a
+	// pending resize counts against the node when the scheduler places new
+	// pods); FitToNode lowers it to what the node has room for now; Evict
+	// evicts the pod so that it is recreated where it fits, within its
+	// PodDisruptionBudgets and updatePolicy.minReplicas, and falls back to
+	// FitToNode where eviction is not allowed (only with updateMode
+	// InPlaceOrRecreate). Defaults to FitToNode.
+	// +optional
+	// +kubebuilder:default=FitToNode
+	Action DeferredAction `json:"action,omitempty"`
+
+	// afterSeconds is how long a resize stays deferred before snug takes
+	// the action; Wait ignores it. Defaults to 30.
+	// +optional
+	// +kubebuilder:default=30
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=3600
+	AfterSeconds *int32 `json:"afterSeconds,omitempty"`
+}
+
+// SnugPolicyStatus is what snug's controller last observed and recommended.
+type SnugPolicyStatus struct {
+	// observedGeneration is the metadata.generation of the spec that this
+	// status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// selector is the label selector, in its string form, of the pods the
+	// policy covers: the target's selector, or spec.selector.
+	// +optional
+	Selector string `json:"selector,omitempty"`
+
+	// recommendation is snug's current per-container recommendation for the
+	// target as a whole; a single pod may be sized above it while it runs
+	// hotter than its siblings.
+	// +optional
+	Recommendation *RecommendedPodResources `json:"recommendation,omitempty"`
+
+	// conditions are the policy's conditions; see the Condition* constants.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// RecommendedPodResources is the recommendation for every container of a pod.
+type RecommendedPodResources struct {
+	// containerRecommendations has one entry per container.
+	// +optional
+	// +listType=map
+	// +listMapKey=containerName
+	ContainerRecommendations []RecommendedContainerResources `json:"containerRecommendations,omitempty"`
+}
+
+// RecommendedContainerResources is the recommendation for one container, as
+// the VerticalPodAutoscaler's.
+type RecommendedContainerResources struct {
+	// containerName is the name of the container.
+	// +required
+	ContainerName string `json:"containerName"`
+
+	// target is the recommended requests, within minAllowed and maxAllowed.
+	// +optional
+	Target corev1.ResourceList `json:"target,omitempty"`
+
+	// lowerBound is the least the container is expected to do well with.
+	// +optional
+	LowerBound corev1.ResourceList `json:"lowerBound,omitempty"`
+
+	// upperBound is the most the container is expected to use.
+	// +optional
+	UpperBound corev1.ResourceList `json:"upperBound,omitempty"`
+
+	// uncappedTarget is the target before minAllowed and maxAllowed were
+	// applied.
+	// +optional
+	UncappedTarget corev1.ResourceList `json:"uncappedTarget,omitempty"`
+}
+
+// Condition types of a SnugPolicy.
+const (
+	// ConditionReady is True while the policy is in force: its target is
+	// resolved and its spec is fully supported.
+	ConditionReady = "Ready"
+	// ConditionRecommendationProvided is True once status.recommendation
+	// holds a recommendation.
+	ConditionRecommendationProvided = "RecommendationProvided"
+	// ConditionNoPodsMatched is True while the policy selects no pod.
+	ConditionNoPodsMatched = "NoPodsMatched"
+	// ConditionConfigUnsupported is True while part of the spec is accepted
+	// but not acted on, such as updateMode Initial.
+	ConditionConfigUnsupported = "ConfigUnsupported"
+)
+
+// Condition reasons of a SnugPolicy.
+const (
+	// ReasonUpdateModeNotSupported goes with ConfigUnsupported (True) and
+	// Ready (False) for updateMode Initial, which needs admission.
+	ReasonUpdateModeNotSupported = "UpdateModeNotSupported"
+)
+
+// SnugPolicyList is a list of SnugPolicy.
+//
+// +kubebuilder:object:root=true
+type SnugPolicyList struct {
+	metav1.TypeMeta `json:",inline"`
+	// metadata is the standard list metadata.
+	// +optional
+	metav1.ListMeta `json:"metadata,omitempty"`
+	// items are the policies.
+	Items []SnugPolicy `json:"items"`
+}
