@@ -48,6 +48,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newLabCommand(stdout, stderr), newDemoCommand(stdout, stderr))
+	root.AddCommand(newLabCommand(stdout, stderr), newDemoCommand(stdout, stderr),
+		newAgentCommand(stdout, stderr), newBenchCommand(stdout, stderr))
 	return root
 }

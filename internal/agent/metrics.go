@@ -1,0 +1,155 @@
+package agent
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/snug-dev/snug/internal/cgroup"
+)
+
+// Metrics is the agent's Prometheus registry: the agent's own health and
+// one gauge per container and signal.
+//
+// Per-container series carry namespace, pod and container labels. That
+// breaks the project's rule of no pod names in labels on purpose: one agent
+// serves one node, which the kubelet caps at 110 pods by default, and the
+// agent deletes a container's series as soon as it stops tracking it, so a
+// node's agent exports at most a few thousand series that do not pile up.
+// Aggregate per namespace in queries, not here.
+type Metrics struct {
+	reg *prometheus.Registry
+
+	passDuration prometheus.Histogram
+	tracked      prometheus.Gauge
+	readErrors   prometheus.Counter
+	gone         prometheus.Counter
+	findErrors   prometheus.Counter
+
+	cpuUsage       *prometheus.GaugeVec
+	cpuLimit       *prometheus.GaugeVec
+	throttledRatio *prometheus.GaugeVec
+	throttledRate  *prometheus.GaugeVec
+	workingSet     *prometheus.GaugeVec
+	memoryLimit    *prometheus.GaugeVec
+	headroom       *prometheus.GaugeVec
+	oomKills       *prometheus.GaugeVec
+	pressure       *prometheus.GaugeVec
+}
+
+var containerLabels = []string{"namespace", "pod", "container"}
+
+func newMetrics() *Metrics {
+	gauge := func(name, help string, extra ...string) *prometheus.GaugeVec {
+		return prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: "snug", Subsystem: "agent", Name: name, Help: help,
+		}, append(append([]string(nil), containerLabels...), extra...))
+	}
+	m := &Metrics{
+		reg: prometheus.NewRegistry(),
+		passDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: "snug", Subsystem: "agent", Name: "pass_duration_seconds",
+			Help: "Time one sampling pass over every tracked container took.",
+			// From a handful of containers on tmpfs to a slow, loaded node.
+			Buckets: []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1},
+		}),
+		tracked: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: "snug", Subsystem: "agent", Name: "tracked_containers",
+			Help: "Containers whose cgroup the agent samples.",
+		}),
+		readErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "snug", Subsystem: "agent", Name: "read_errors_total",
+			Help: "Cgroup reads that failed for a reason other than the cgroup being gone.",
+		}),
+		gone: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "snug", Subsystem: "agent", Name: "cgroups_gone_total",
+			Help: "Cgroups that vanished while being read (the container exited); normal.",
+		}),
+		findErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "snug", Subsystem: "agent", Name: "find_errors_total",
+			Help: "Attempts to find or open a running container's cgroup that failed (often: not created yet).",
+		}),
+		cpuUsage:       gauge("container_cpu_usage_cores", "CPU used over the last interval."),
+		cpuLimit:       gauge("container_cpu_limit_cores", "CFS quota over period; absent when unlimited."),
+		throttledRatio: gauge("container_cpu_throttled_ratio", "Share of the interval's runnable CFS periods that were throttled (0-1)."),
+		throttledRate:  gauge("container_cpu_throttled_seconds_per_second", "Throttled time per second of the interval."),
+		workingSet:     gauge("container_memory_working_set_bytes", "Memory usage minus inactive file pages, as the kubelet computes it."),
+		memoryLimit:    gauge("container_memory_limit_bytes", "Memory limit; absent when unlimited."),
+		headroom:       gauge("container_memory_headroom_bytes", "Memory limit minus working set; absent when unlimited."),
+		oomKills:       gauge("container_oom_kills", "Cumulative OOM kills in the container's cgroup (a gauge: it starts at the cgroup's count when tracking begins)."),
+		pressure:       gauge("container_pressure_stalled_ratio", "PSI: share of the interval some or all tasks stalled on a resource (0-1); cgroup v2 only.", "resource", "kind"),
+	}
+	m.reg.MustRegister(m.passDuration, m.tracked, m.readErrors, m.gone, m.findErrors,
+		m.cpuUsage, m.cpuLimit, m.throttledRatio, m.throttledRate, m.workingSet, m.memoryLimit, m.headroom, m.oomKills, m.pressure,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// Registry returns the registry to serve.
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// series holds one container's gauges, so that a pass sets them without
+// hashing labels or allocating.
+type series struct {
+	cpuUsage, throttledRatio, throttledRate, workingSet, oomKills prometheus.Gauge
+	// psi is [resource][some, full], made on the first PSI reading.
+	psi *[3][2]prometheus.Gauge
+}
+
+func (m *Metrics) newSeries(r ContainerRef) *series {
+	l := prometheus.Labels{"namespace": r.Namespace, "pod": r.Pod, "container": r.Container}
+	return &series{
+		cpuUsage:       m.cpuUsage.With(l),
+		throttledRatio: m.throttledRatio.With(l),
+		throttledRate:  m.throttledRate.With(l),
+		workingSet:     m.workingSet.With(l),
+		oomKills:       m.oomKills.With(l),
+	}
+}
+
+func (m *Metrics) observe(r ContainerRef, s *series, p Point) {
+	s.workingSet.Set(float64(p.MemoryWorkingSetBytes))
+	s.oomKills.Set(float64(p.OOMKills))
+	// Limits change rarely (on a resize) and may come and go, so they
+	// take the slower labelled path.
+	if p.MemoryLimited {
+		m.memoryLimit.WithLabelValues(r.Namespace, r.Pod, r.Container).Set(float64(p.MemoryLimitBytes))
+		m.headroom.WithLabelValues(r.Namespace, r.Pod, r.Container).Set(float64(p.MemoryHeadroomBytes))
+	} else {
+		m.memoryLimit.DeleteLabelValues(r.Namespace, r.Pod, r.Container)
+		m.headroom.DeleteLabelValues(r.Namespace, r.Pod, r.Container)
+	}
+	if p.CPUUnlimited || p.CPULimitMillicores == 0 {
+		m.cpuLimit.DeleteLabelValues(r.Namespace, r.Pod, r.Container)
+	} else {
+		m.cpuLimit.WithLabelValues(r.Namespace, r.Pod, r.Container).Set(float64(p.CPULimitMillicores) / 1000)
+	}
+	if !p.HasRate {
+		return
+	}
+	s.cpuUsage.Set(p.CPUUsageMillicores / 1000)
+	s.throttledRatio.Set(p.CPUThrottledFraction)
+	s.throttledRate.Set(p.CPUThrottledSecondsPerSecond)
+	if !p.PSIPresent {
+		return
+	}
+	if s.psi == nil {
+		s.psi = new([3][2]prometheus.Gauge)
+		for i, res := range [...]string{"cpu", "memory", "io"} {
+			for j, kind := range [...]string{"some", "full"} {
+				s.psi[i][j] = m.pressure.WithLabelValues(r.Namespace, r.Pod, r.Container, res, kind)
+			}
+		}
+	}
+	for i, ps := range [...]cgroup.PressureSignals{p.CPUPressure, p.MemoryPressure, p.IOPressure} {
+		s.psi[i][0].Set(ps.SomeStalledFraction)
+		s.psi[i][1].Set(ps.FullStalledFraction)
+	}
+}
+
+// forget deletes every series of r's container.
+func (m *Metrics) forget(r ContainerRef) {
+	l := prometheus.Labels{"namespace": r.Namespace, "pod": r.Pod, "container": r.Container}
+	for _, v := range []*prometheus.GaugeVec{m.cpuUsage, m.cpuLimit, m.throttledRatio, m.throttledRate, m.workingSet, m.memoryLimit, m.headroom, m.oomKills, m.pressure} {
+		v.DeletePartialMatch(l)
+	}
+}

@@ -1,0 +1,72 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+)
+
+// CheckNode returns an error if the node does not exist or the API server
+// cannot be reached.
+func CheckNode(ctx context.Context, client kubernetes.Interface, node string) error {
+	_, err := client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return fmt.Errorf("node %q does not exist: %w", node, err)
+	}
+	if err != nil {
+		return fmt.Errorf("getting node %q: %w", node, err)
+	}
+	return nil
+}
+
+// WatchPods feeds a with the pods bound to node, from an informer whose
+// list and watch carry the field selector spec.nodeName=node. The informer
+// re-lists and re-watches by itself after client timeouts and API server
+// restarts. WatchPods returns once the initial list is in (and marks a
+// synced), or with an error if that takes longer than syncTimeout; the
+// informer runs until ctx is done.
+func WatchPods(ctx context.Context, client kubernetes.Interface, node string, a *Agent, syncTimeout time.Duration) error {
+	factory := informers.NewSharedInformerFactoryWithOptions(client, 0,
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", node).String()
+		}))
+	inf := factory.Core().V1().Pods().Informer()
+	// Handlers only record what the pod says; the loop acts on it.
+	_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { upsert(a, obj) },
+		UpdateFunc: func(_, obj any) { upsert(a, obj) },
+		DeleteFunc: func(obj any) {
+			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = d.Obj
+			}
+			if pod, ok := obj.(*corev1.Pod); ok {
+				a.DeletePod(pod.UID)
+			}
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("watching pods of node %s: %w", node, err)
+	}
+	factory.Start(ctx.Done())
+	syncCtx, cancel := context.WithTimeout(ctx, syncTimeout)
+	defer cancel()
+	if !cache.WaitForCacheSync(syncCtx.Done(), inf.HasSynced) {
+		return fmt.Errorf("listing pods of node %s: not done after %v: %w", node, syncTimeout, context.Cause(syncCtx))
+	}
+	a.SetSynced()
+	return nil
+}
+
+func upsert(a *Agent, obj any) {
+	if pod, ok := obj.(*corev1.Pod); ok {
+		a.UpsertPod(pod)
+	}
+}

@@ -1,0 +1,467 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/snug-dev/snug/internal/agent"
+	"github.com/snug-dev/snug/internal/experiment"
+)
+
+// TestAgent runs the real `snug agent` binary as a host process against the
+// lab and holds what its JSON API says to what snug-load pods do: a CPU
+// level, throttling after a load step, a memory level, an OOM kill, and a
+// deleted pod leaving the API and /metrics.
+func TestAgent(t *testing.T) {
+	ctx := context.Background()
+	ag := startAgent(t)
+	ns := newNamespace(t, "snug-agent-")
+
+	t.Run("cpu 300m", func(t *testing.T) {
+		p := createLoadPod(t, ns, loadPod{name: "load-cpu", cpuRequest: "100m", memRequest: "32Mi", args: []string{"--cpu=300m"}})
+		running := time.Now()
+		// Skip the start-up second, then average five samples.
+		pts := ag.waitPoints(t, ns, p, "app", func(ps []agent.PointJSON) bool {
+			return len(ratePointsAfter(ps, running.Add(time.Second))) >= 5
+		})
+		rate := ratePointsAfter(pts, running.Add(time.Second))
+		rate = rate[len(rate)-5:]
+		var sum float64
+		for _, pt := range rate {
+			sum += *pt.CPUUsageMillicores
+		}
+		avg := sum / float64(len(rate))
+		t.Logf("cpu over 5 samples: %s; average %.1fm", millis(rate), avg)
+		if math.Abs(avg-300) > 30 {
+			t.Errorf("average cpu %.1fm, want 300m within 10%%", avg)
+		}
+		if m := ag.metrics(t); !strings.Contains(m, `snug_agent_container_cpu_usage_cores{container="app",namespace="`+ns+`",pod="load-cpu"}`) {
+			t.Errorf("/metrics has no cpu series for load-cpu")
+		}
+
+		// A deleted pod leaves the API and /metrics.
+		deletePod(t, ns, p)
+		waitFor(t, "load-cpu to leave the agent's API and /metrics", time.Minute, func() (bool, error) {
+			code, _ := ag.get(t, "/api/v1/namespaces/"+ns+"/pods/"+p)
+			return code == http.StatusNotFound && !strings.Contains(ag.metrics(t), `pod="load-cpu"`), nil
+		})
+	})
+
+	t.Run("throttled within two samples", func(t *testing.T) {
+		p := createLoadPod(t, ns, loadPod{name: "load-throttle", cpuRequest: "200m", cpuLimit: "200m", memRequest: "64Mi", memLimit: "64Mi"})
+		ag.waitPoints(t, ns, p, "app", func(ps []agent.PointJSON) bool { return len(ratePointsAfter(ps, time.Time{})) >= 2 })
+		step := writeLoad(t, p, "cpu=400m")
+		pts := ag.waitPoints(t, ns, p, "app", func(ps []agent.PointJSON) bool { return len(ratePointsAfter(ps, step)) >= 3 })
+		after := ratePointsAfter(pts, step)
+		for i, pt := range after {
+			t.Logf("sample %d after the step (at %s): %.0fm, throttled %.2f of periods, %.3f s/s", i+1,
+				pt.Time.Sub(step).Round(time.Millisecond), *pt.CPUUsageMillicores, *pt.CPUThrottledFraction, *pt.CPUThrottledSecondsPerSecond)
+		}
+		if max(*after[0].CPUThrottledFraction, *after[1].CPUThrottledFraction) < 0.1 {
+			t.Errorf("no throttling (>= 0.1 of periods) in the two samples after the step to 400m at a 200m limit")
+		}
+		if after[0].CPULimitMillicores == nil || *after[0].CPULimitMillicores != 200 {
+			t.Errorf("cpu limit %v, want 200m", after[0].CPULimitMillicores)
+		}
+		deletePod(t, ns, p)
+	})
+
+	t.Run("working set 100Mi", func(t *testing.T) {
+		p := createLoadPod(t, ns, loadPod{name: "load-mem", cpuRequest: "100m", memRequest: "256Mi", memLimit: "256Mi"})
+		pts := ag.waitPoints(t, ns, p, "app", func(ps []agent.PointJSON) bool { return len(ps) >= 2 })
+		idle := pts[len(pts)-1].MemoryWorkingSetBytes
+		step := writeLoad(t, p, "memory=100Mi")
+		pts = ag.waitPoints(t, ns, p, "app", func(ps []agent.PointJSON) bool { return len(ratePointsAfter(ps, step)) >= 3 })
+		last := pts[len(pts)-1]
+		ws, held := float64(last.MemoryWorkingSetBytes), float64(100<<20)
+		t.Logf("working set idle %.1f MiB, holding 100Mi %.1f MiB (usage %.1f MiB, limit %.0f MiB, headroom %.1f MiB)",
+			float64(idle)/(1<<20), ws/(1<<20), float64(last.MemoryUsageBytes)/(1<<20), float64(*last.MemoryLimitBytes)/(1<<20), float64(*last.MemoryHeadroomBytes)/(1<<20))
+		if math.Abs(ws-held) > 0.05*held {
+			t.Errorf("working set %.1f MiB, want 100 MiB within 5%%", ws/(1<<20))
+		}
+		if d := ws - float64(idle); math.Abs(d-held) > 0.05*held {
+			t.Errorf("working set grew by %.1f MiB, want 100 MiB within 5%%", d/(1<<20))
+		}
+		deletePod(t, ns, p)
+	})
+
+	t.Run("oom kill", func(t *testing.T) {
+		// snug-load runs under a shell, so the container outlives the kill.
+		p := createLoadPod(t, ns, loadPod{
+			name: "load-oom", cpuRequest: "100m", memRequest: "64Mi", memLimit: "64Mi",
+			command: []string{"sh", "-c", `trap 'exit 0' TERM; /snug-load --listen= & sleep 3600 & wait`},
+		})
+		pts := ag.waitPoints(t, ns, p, "app", func(ps []agent.PointJSON) bool { return len(ratePointsAfter(ps, time.Time{})) >= 1 })
+		before := pts[len(pts)-1].OOMKills
+		step := writeLoad(t, p, "memory=128Mi")
+		pts = ag.waitPoints(t, ns, p, "app", func(ps []agent.PointJSON) bool {
+			for _, pt := range ratePointsAfter(ps, step) {
+				if *pt.OOMKillsDelta > 0 {
+					return true
+				}
+			}
+			return false
+		})
+		for _, pt := range ratePointsAfter(pts, step) {
+			if *pt.OOMKillsDelta > 0 {
+				t.Logf("oom kill delta %d at %s after the step (cumulative %d -> %d, limit hits +%d)",
+					*pt.OOMKillsDelta, pt.Time.Sub(step).Round(time.Millisecond), before, pt.OOMKills, *pt.MemoryLimitHitsDelta)
+			}
+		}
+		pod, err := client.CoreV1().Pods(ns).Get(ctx, p, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rc := pod.Status.ContainerStatuses[0].RestartCount; rc != 0 {
+			t.Errorf("restartCount %d, want 0 (only snug-load, not the shell, should be killed)", rc)
+		}
+		deletePod(t, ns, p)
+	})
+
+	ag.logCost(t)
+	// Every pod is deleted: the agent forgets them within a pass or two.
+	waitFor(t, "the agent to list no container of "+ns, time.Minute, func() (bool, error) {
+		code, body := ag.get(t, "/api/v1/containers")
+		var list agent.ContainerList
+		if err := json.Unmarshal(body, &list); code != 200 || err != nil {
+			return false, fmt.Errorf("GET /api/v1/containers = %d %v", code, err)
+		}
+		for _, c := range list.Containers {
+			if c.Namespace == ns {
+				return false, nil
+			}
+		}
+		return !strings.Contains(ag.metrics(t), `namespace="`+ns+`"`), nil
+	})
+}
+
+// agentProc is a `snug agent` started by the test.
+type agentProc struct {
+	cmd        *exec.Cmd
+	base       string
+	started    time.Time
+	startTicks uint64
+	log        *bytes.Buffer
+}
+
+func startAgent(t *testing.T) *agentProc {
+	t.Helper()
+	bin := os.Getenv("SNUG_BIN")
+	if bin == "" {
+		bin, _ = filepath.Abs("../../bin")
+	}
+	addr := freeAddr(t)
+	log := &bytes.Buffer{}
+	cmd := exec.Command(filepath.Join(bin, "snug"), "agent", "--node", labOpts.NodeName,
+		"--kubeconfig", labOpts.Kubeconfig(), "--listen", addr, "-v", "1")
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting snug agent: %v", err)
+	}
+	a := &agentProc{cmd: cmd, base: "http://" + addr, started: time.Now(), log: log}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		// Stop it by its PID, as an operator's SIGTERM would, and expect
+		// a clean exit.
+		_ = syscall.Kill(cmd.Process.Pid, syscall.SIGTERM)
+		select {
+		case err := <-exited:
+			if err != nil {
+				t.Errorf("snug agent exited with %v after SIGTERM", err)
+			}
+		case <-time.After(20 * time.Second):
+			_ = syscall.Kill(cmd.Process.Pid, syscall.SIGKILL)
+			<-exited
+			t.Errorf("snug agent did not stop within 20s of SIGTERM")
+		}
+		t.Logf("snug agent output:\n%s", tail(log.String(), 60))
+	})
+	waitFor(t, "snug agent /readyz", time.Minute, func() (bool, error) {
+		select {
+		case err := <-exited:
+			exited <- err
+			return false, fmt.Errorf("snug agent exited: %v\n%s", err, log.String())
+		default:
+		}
+		resp, err := http.Get(a.base + "/readyz")
+		if err != nil {
+			return false, nil
+		}
+		resp.Body.Close()
+		return resp.StatusCode == 200, nil
+	})
+	a.started, a.startTicks = time.Now(), cpuTicks(t, cmd.Process.Pid)
+	return a
+}
+
+func (a *agentProc) get(t *testing.T, path string) (int, []byte) {
+	t.Helper()
+	resp, err := http.Get(a.base + path)
+	if err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
+	return resp.StatusCode, b
+}
+
+func (a *agentProc) metrics(t *testing.T) string {
+	t.Helper()
+	code, b := a.get(t, "/metrics")
+	if code != 200 {
+		t.Fatalf("GET /metrics = %d", code)
+	}
+	return string(b)
+}
+
+// waitPoints polls the agent's API until the container's history
+// satisfies cond, and returns that history.
+func (a *agentProc) waitPoints(t *testing.T, ns, pod, container string, cond func([]agent.PointJSON) bool) []agent.PointJSON {
+	t.Helper()
+	var pts []agent.PointJSON
+	waitFor(t, fmt.Sprintf("the agent's samples of %s/%s/%s", ns, pod, container), 2*time.Minute, func() (bool, error) {
+		code, body := a.get(t, "/api/v1/namespaces/"+ns+"/pods/"+pod)
+		if code == http.StatusNotFound {
+			return false, nil
+		}
+		var list agent.ContainerList
+		if err := json.Unmarshal(body, &list); code != 200 || err != nil {
+			return false, fmt.Errorf("GET pod %s: %d %v: %s", pod, code, err, body)
+		}
+		for _, c := range list.Containers {
+			if c.Container == container {
+				pts = c.History
+				return cond(pts), nil
+			}
+		}
+		return false, nil
+	})
+	return pts
+}
+
+// logCost logs the agent's CPU use since it became ready and its RSS.
+func (a *agentProc) logCost(t *testing.T) {
+	t.Helper()
+	pid := a.cmd.Process.Pid
+	cpu := float64(cpuTicks(t, pid)-a.startTicks) / 100 // USER_HZ
+	wall := time.Since(a.started).Seconds()
+	status, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	var rss []string
+	sc := bufio.NewScanner(bytes.NewReader(status))
+	for sc.Scan() {
+		for _, k := range []string{"VmRSS:", "RssAnon:", "RssFile:", "VmHWM:"} {
+			if strings.HasPrefix(sc.Text(), k) {
+				rss = append(rss, strings.Join(strings.Fields(sc.Text()), " "))
+			}
+		}
+	}
+	t.Logf("snug agent cost on the lab: %.2fs CPU over %.1fs wall = %.2f%% of one core; %s", cpu, wall, 100*cpu/wall, strings.Join(rss, ", "))
+}
+
+// cpuTicks is utime+stime of pid from /proc/PID/stat, in clock ticks.
+func cpuTicks(t *testing.T, pid int) uint64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Fields after the command name, which is in parentheses.
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+2:]))
+	var u, s uint64
+	fmt.Sscan(f[11], &u)
+	fmt.Sscan(f[12], &s)
+	return u + s
+}
+
+// loadPod is a snug-load pod whose targets follow LoadDir/<name>.
+type loadPod struct {
+	name                                       string
+	cpuRequest, cpuLimit, memRequest, memLimit string
+	args, command                              []string
+}
+
+func createLoadPod(t *testing.T, ns string, lp loadPod) string {
+	t.Helper()
+	ctx := context.Background()
+	res := corev1.ResourceRequirements{Requests: corev1.ResourceList{}, Limits: corev1.ResourceList{}}
+	set := func(l corev1.ResourceList, n corev1.ResourceName, v string) {
+		if v != "" {
+			l[n] = resource.MustParse(v)
+		}
+	}
+	set(res.Requests, corev1.ResourceCPU, lp.cpuRequest)
+	set(res.Requests, corev1.ResourceMemory, lp.memRequest)
+	set(res.Limits, corev1.ResourceCPU, lp.cpuLimit)
+	set(res.Limits, corev1.ResourceMemory, lp.memLimit)
+	grace := int64(2)
+	hostPathType := corev1.HostPathDirectory
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: lp.name},
+		Spec: corev1.PodSpec{
+			RestartPolicy:                 corev1.RestartPolicyNever,
+			TerminationGracePeriodSeconds: &grace,
+			Containers: []corev1.Container{{
+				Name: "app", Image: experiment.LoadImage, ImagePullPolicy: corev1.PullNever,
+				Command: lp.command, Args: append([]string{"--listen="}, lp.args...),
+				Env: []corev1.EnvVar{{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{
+					FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}},
+				Resources:    res,
+				VolumeMounts: []corev1.VolumeMount{{Name: "control", MountPath: "/control", ReadOnly: true}},
+			}},
+			Volumes: []corev1.Volume{{Name: "control", VolumeSource: corev1.VolumeSource{
+				HostPath: &corev1.HostPathVolumeSource{Path: labOpts.LoadDir(), Type: &hostPathType}}}},
+		},
+	}
+	if lp.command != nil {
+		pod.Spec.Containers[0].Args = nil
+	}
+	if _, err := client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating pod %s: %v", lp.name, err)
+	}
+	t.Cleanup(func() { os.Remove(filepath.Join(labOpts.LoadDir(), lp.name)) })
+	waitFor(t, "pod "+lp.name+" running", 2*time.Minute, func() (bool, error) {
+		p, err := client.CoreV1().Pods(ns).Get(ctx, lp.name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		if p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded {
+			return false, fmt.Errorf("pod %s ended: %s", lp.name, p.Status.Phase)
+		}
+		return len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].State.Running != nil, nil
+	})
+	return lp.name
+}
+
+// writeLoad sets a pod's snug-load targets through its control file and
+// returns when it was written; snug-load reads it within 50 ms.
+func writeLoad(t *testing.T, pod, targets string) time.Time {
+	t.Helper()
+	p := filepath.Join(labOpts.LoadDir(), pod)
+	tmp := p + ".tmp"
+	if err := os.WriteFile(tmp, []byte(targets+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, p); err != nil {
+		t.Fatal(err)
+	}
+	return time.Now()
+}
+
+func deletePod(t *testing.T, ns, name string) {
+	t.Helper()
+	ctx := context.Background()
+	if err := client.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		t.Fatalf("deleting pod %s: %v", name, err)
+	}
+	waitFor(t, "pod "+name+" gone", 2*time.Minute, func() (bool, error) {
+		_, err := client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		return false, err
+	})
+}
+
+// newNamespace creates a namespace, and deletes it at the end, waiting
+// until it is gone so the node is left empty.
+func newNamespace(t *testing.T, prefix string) string {
+	t.Helper()
+	ctx := context.Background()
+	ns, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("creating namespace: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := client.CoreV1().Namespaces().Delete(ctx, ns.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("deleting namespace %s: %v", ns.Name, err)
+			return
+		}
+		waitFor(t, "namespace "+ns.Name+" gone", 3*time.Minute, func() (bool, error) {
+			_, err := client.CoreV1().Namespaces().Get(ctx, ns.Name, metav1.GetOptions{})
+			return apierrors.IsNotFound(err), nil
+		})
+	})
+	return ns.Name
+}
+
+// ratePointsAfter returns the points with a rate taken after since.
+func ratePointsAfter(ps []agent.PointJSON, since time.Time) []agent.PointJSON {
+	var out []agent.PointJSON
+	for _, p := range ps {
+		if p.HasRate && p.Time.After(since) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func millis(ps []agent.PointJSON) string {
+	var s []string
+	for _, p := range ps {
+		s = append(s, fmt.Sprintf("%.0fm", *p.CPUUsageMillicores))
+	}
+	return strings.Join(s, " ")
+}
+
+// waitFor polls cond every 100 ms until it holds, fails or the timeout
+// passes.
+func waitFor(t *testing.T, what string, timeout time.Duration, cond func() (bool, error)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, err := cond()
+		if err != nil {
+			t.Fatalf("waiting for %s: %v", what, err)
+		}
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func tail(s string, lines int) string {
+	l := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(l) > lines {
+		l = l[len(l)-lines:]
+	}
+	return strings.Join(l, "\n")
+}
