@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -26,10 +28,22 @@ func withExitCode(code int, err error) error { return &exitError{code: code, err
 
 // Run executes snug with args and returns the process exit code.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	return RunAs(ctx, "snug", args, stdout, stderr)
+}
+
+// RunAs is Run for a process started as argv0. Started as kubectl-snug (the
+// name kubectl looks for on PATH), snug presents itself as the kubectl
+// plugin "kubectl snug" in its usage lines and messages.
+func RunAs(ctx context.Context, argv0 string, args []string, stdout, stderr io.Writer) int {
 	root := newRootCommand(stdout, stderr)
+	display := "snug"
+	if name := filepath.Base(argv0); strings.HasPrefix(name, "kubectl-") {
+		display = "kubectl " + strings.TrimPrefix(name, "kubectl-")
+		root.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: display}
+	}
 	root.SetArgs(args)
 	if err := root.ExecuteContext(ctx); err != nil {
-		fmt.Fprintf(stderr, "snug: %v\n", err)
+		fmt.Fprintf(stderr, "%s: %v\n", display, err)
 		var ee *exitError
 		if errors.As(err, &ee) {
 			return ee.code
@@ -49,6 +63,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.AddCommand(newLabCommand(stdout, stderr), newDemoCommand(stdout, stderr),
-		newAgentCommand(stdout, stderr), newBenchCommand(stdout, stderr))
+		newAgentCommand(stdout, stderr), newBenchCommand(stdout, stderr),
+		newResizeCommand(stdout), newStatusCommand(stdout))
 	return root
 }

@@ -1,0 +1,320 @@
+package actuate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/clock"
+
+	"github.com/snug-dev/snug/internal/resize"
+)
+
+// DefaultTimeout bounds Wait when WaitOptions.Timeout is zero.
+const DefaultTimeout = 2 * time.Minute
+
+// watchSeconds asks the server to end each watch after this long; Wait
+// starts the next one where the last ended. Client-side timeouts (a
+// rest.Config Timeout) end watches too and are handled the same way.
+const watchSeconds = 60
+
+// Actuator sends resize patches and watches their outcome. Its fields are
+// read-only once in use; it is safe for concurrent use.
+type Actuator struct {
+	// Client talks to the API server. Required.
+	Client kubernetes.Interface
+	// Clock stamps what is observed; nil means the real clock.
+	Clock clock.PassiveClock
+}
+
+func (a *Actuator) now() time.Time {
+	if a.Clock == nil {
+		return time.Now()
+	}
+	return a.Clock.Now()
+}
+
+// SendOptions tune Send.
+type SendOptions struct {
+	// DryRun sends the patch with dryRun=All: the API server validates and
+	// admits it but stores nothing.
+	DryRun bool
+}
+
+// Send patches the pod's resize subresource with patch (an RFC 6902 JSON
+// patch, as resize.Plan.Patch or resize.Revert make). The result's Outcome
+// is InProgress when the patch was accepted, Rejected or Conflict when the
+// API server refused it; an error means no answer about the patch was had
+// (see ClassifyPatchError), and then nothing was changed by this call
+// unless the connection broke after the server had applied it.
+func (a *Actuator) Send(ctx context.Context, pod *corev1.Pod, patch []byte, o SendOptions) (Result, error) {
+	if len(patch) == 0 {
+		return Result{}, errors.New("patching resize: empty patch")
+	}
+	opts := metav1.PatchOptions{}
+	if o.DryRun {
+		opts.DryRun = []string{metav1.DryRunAll}
+	}
+	r := Result{Sent: a.now(), DryRun: o.DryRun}
+	got, err := a.Client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.JSONPatchType, patch, opts, "resize")
+	r.Answered = a.now()
+	outcome, ae, cerr := ClassifyPatchError(err)
+	if cerr != nil {
+		return r, fmt.Errorf("resizing pod %s/%s: %w", pod.Namespace, pod.Name, cerr)
+	}
+	if ae != nil {
+		r.Outcome, r.Last, r.APIError, r.Message, r.Decided = outcome, outcome, ae, ae.Message, r.Answered
+		return r, nil
+	}
+	r.Outcome, r.Last, r.Pod, r.Generation = resize.InProgress, resize.InProgress, got, got.Generation
+	return r, nil
+}
+
+// WaitOptions tune Wait.
+type WaitOptions struct {
+	// Timeout bounds the wait; zero means DefaultTimeout. When it passes
+	// the outcome is Timeout and Result.Last says what was seen last.
+	Timeout time.Duration
+	// ThroughDeferred keeps waiting while the resize is Deferred (the
+	// kubelet retries it when room appears) instead of returning Deferred.
+	ThroughDeferred bool
+}
+
+// Wait follows the pod of a sent patch (r from Send, accepted) until the
+// kubelet's answer is decisive for the resources want: Applied, Deferred,
+// Infeasible or Error (and Conflict if someone else changes them), or
+// until the timeout (Timeout). It fills in r's times and returns it.
+//
+// It watches the pod from the patch's resourceVersion, so nothing that
+// happened after the patch is missed. A watch the server or the client's
+// timeout closes is restarted where it ended; when that version is too old
+// (410 Gone) the pod is read afresh. The pod's deletion is an error
+// wrapping ErrPodDeleted; a watch that cannot be (re)started is an error.
+func (a *Actuator) Wait(ctx context.Context, r Result, want []resize.ContainerPlan, o WaitOptions) (Result, error) {
+	if r.Pod == nil || r.Outcome != resize.InProgress {
+		return r, errors.New("waiting for resize: nothing was sent, or it was refused")
+	}
+	if r.DryRun {
+		return r, errors.New("waiting for resize: a dry run changes nothing")
+	}
+	timeout := o.Timeout
+	if timeout == 0 {
+		timeout = DefaultTimeout
+	}
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	pod := r.Pod
+	ns, name := pod.Namespace, pod.Name
+	pods := a.Client.CoreV1().Pods(ns)
+
+	// see records one version; it returns true when the wait is over.
+	see := func(p *corev1.Pod) bool {
+		at := a.now()
+		r.Pod = p
+		obs := observe(p, r.Generation, want)
+		if obs.allocated && r.AllocatedSeen.IsZero() {
+			r.AllocatedSeen = at
+		}
+		if obs.actual && r.ActualSeen.IsZero() {
+			r.ActualSeen = at
+		}
+		r.Last, r.Message = obs.outcome, obs.message
+		if obs.decisive(o.ThroughDeferred) {
+			r.Outcome, r.Decided = obs.outcome, at
+			return true
+		}
+		return false
+	}
+	if see(pod) {
+		return r, nil
+	}
+	rv := pod.ResourceVersion
+	sel := fields.OneTermEqualSelector("metadata.name", name).String()
+	failures := 0
+	for {
+		if wctx.Err() != nil {
+			return a.ended(ctx, r)
+		}
+		secs := int64(watchSeconds)
+		w, err := pods.Watch(wctx, metav1.ListOptions{FieldSelector: sel, ResourceVersion: rv, AllowWatchBookmarks: true, TimeoutSeconds: &secs})
+		if err != nil {
+			if wctx.Err() != nil {
+				return a.ended(ctx, r)
+			}
+			if apierrors.IsGone(err) || apierrors.IsResourceExpired(err) {
+				p, gerr := pods.Get(wctx, name, metav1.GetOptions{})
+				if gerr != nil {
+					return a.readFailed(ctx, r, ns, name, gerr)
+				}
+				rv = p.ResourceVersion
+				if see(p) {
+					return r, nil
+				}
+				continue
+			}
+			// The API server may be briefly busy; a few failures in a row
+			// are retried, more end the wait.
+			if failures++; failures > 5 {
+				return r, fmt.Errorf("watching pod %s/%s: %w", ns, name, err)
+			}
+			select {
+			case <-wctx.Done():
+			case <-time.After(time.Duration(failures) * 200 * time.Millisecond):
+			}
+			continue
+		}
+		done, next, err := a.drain(wctx, w, &rv, see)
+		w.Stop()
+		switch {
+		case errors.Is(err, ErrPodDeleted):
+			return r, fmt.Errorf("waiting for resize of pod %s/%s: %w", ns, name, err)
+		case err != nil:
+			// An error event (the stream broke, the server is busy): start
+			// again from the last version seen, a few times.
+			if failures++; failures > 5 {
+				return r, fmt.Errorf("watching pod %s/%s: %w", ns, name, err)
+			}
+			continue
+		case done:
+			return r, nil
+		}
+		failures = 0
+		if next == relist {
+			p, gerr := pods.Get(wctx, name, metav1.GetOptions{})
+			if gerr != nil {
+				return a.readFailed(ctx, r, ns, name, gerr)
+			}
+			rv = p.ResourceVersion
+			if see(p) {
+				return r, nil
+			}
+		}
+	}
+}
+
+type afterDrain int
+
+const (
+	rewatch afterDrain = iota
+	relist
+)
+
+// drain reads one watch until it ends. It returns done when see says so,
+// relist when the watch's resourceVersion expired, and an error for the
+// pod's deletion or a watch error.
+func (a *Actuator) drain(ctx context.Context, w watch.Interface, rv *string, see func(*corev1.Pod) bool) (bool, afterDrain, error) {
+	for {
+		select {
+		case <-ctx.Done():
+			return false, rewatch, nil
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				return false, rewatch, nil
+			}
+			switch ev.Type {
+			case watch.Error:
+				err := apierrors.FromObject(ev.Object)
+				if apierrors.IsGone(err) || apierrors.IsResourceExpired(err) {
+					return false, relist, nil
+				}
+				return false, rewatch, err
+			case watch.Deleted:
+				return false, rewatch, ErrPodDeleted
+			}
+			if m, err := meta.Accessor(ev.Object); err == nil {
+				*rv = m.GetResourceVersion()
+			}
+			if ev.Type == watch.Bookmark {
+				continue
+			}
+			if p, ok := ev.Object.(*corev1.Pod); ok && see(p) {
+				return true, rewatch, nil
+			}
+		}
+	}
+}
+
+// ended returns r as a Timeout, or the caller's own cancellation.
+func (a *Actuator) ended(ctx context.Context, r Result) (Result, error) {
+	if err := ctx.Err(); err != nil {
+		return r, fmt.Errorf("waiting for resize of pod %s/%s: %w", r.Pod.Namespace, r.Pod.Name, err)
+	}
+	r.Outcome, r.Decided = resize.Timeout, a.now()
+	return r, nil
+}
+
+func (a *Actuator) readFailed(ctx context.Context, r Result, ns, name string, err error) (Result, error) {
+	switch {
+	case apierrors.IsNotFound(err):
+		return r, fmt.Errorf("waiting for resize of pod %s/%s: %w", ns, name, ErrPodDeleted)
+	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
+		return a.ended(ctx, r)
+	}
+	return r, fmt.Errorf("reading pod %s/%s: %w", ns, name, err)
+}
+
+// ApplyOptions tune Apply.
+type ApplyOptions struct {
+	SendOptions
+	// Wait follows the pod until the outcome is decided; otherwise Apply
+	// returns once the API server has answered.
+	Wait bool
+	WaitOptions
+}
+
+// Apply sends the plan's patch to the pod and, if asked, waits for the
+// outcome. A no-op plan is Applied at once, with nothing sent.
+func (a *Actuator) Apply(ctx context.Context, pod *corev1.Pod, plan *resize.Plan, o ApplyOptions) (Result, error) {
+	if plan.NoOp() {
+		now := a.now()
+		return Result{Outcome: resize.Applied, Last: resize.Applied, Pod: pod, Generation: pod.Generation, Decided: now, DryRun: o.DryRun}, nil
+	}
+	r, err := a.Send(ctx, pod, plan.Patch, o.SendOptions)
+	if err != nil || r.Outcome != resize.InProgress || !o.Wait || o.DryRun {
+		return r, err
+	}
+	return a.Wait(ctx, r, plan.Containers, o.WaitOptions)
+}
+
+// Revert sets the pod's spec back to its actual resources (resize.Revert),
+// to clear an Infeasible resize, and with o.Wait waits until the kubelet has
+// dropped the pending resize (Applied). A pod already at its actual
+// resources is Applied at once, with nothing sent.
+func (a *Actuator) Revert(ctx context.Context, pod *corev1.Pod, o ApplyOptions) (Result, error) {
+	patch, err := resize.Revert(pod)
+	if err != nil {
+		return Result{}, err
+	}
+	want := actualPlan(pod)
+	if patch == nil {
+		return Result{Outcome: resize.Applied, Last: resize.Applied, Pod: pod, Generation: pod.Generation, Decided: a.now(), DryRun: o.DryRun}, nil
+	}
+	r, err := a.Send(ctx, pod, patch, o.SendOptions)
+	if err != nil || r.Outcome != resize.InProgress || !o.Wait || o.DryRun {
+		return r, err
+	}
+	return a.Wait(ctx, r, want, o.WaitOptions)
+}
+
+// actualPlan is what a revert asks for: every container that reports
+// actual resources, at those resources.
+func actualPlan(pod *corev1.Pod) []resize.ContainerPlan {
+	var want []resize.ContainerPlan
+	for _, list := range [][]corev1.ContainerStatus{pod.Status.ContainerStatuses, pod.Status.InitContainerStatuses} {
+		for _, st := range list {
+			if st.Resources != nil {
+				want = append(want, resize.ContainerPlan{Name: st.Name, Requests: st.Resources.Requests, Limits: st.Resources.Limits})
+			}
+		}
+	}
+	return want
+}

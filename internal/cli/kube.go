@@ -1,0 +1,83 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"time"
+
+	"github.com/spf13/pflag"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// requestTimeout bounds each request to the API server. Watches end with
+// it too; the code that watches starts them again.
+const requestTimeout = 30 * time.Second
+
+// kubeOptions are the flags of subcommands that talk to a cluster.
+type kubeOptions struct {
+	// kubeconfig is --kubeconfig; empty means $KUBECONFIG, then
+	// ~/.kube/config (clientcmd's loading rules, as kubectl's).
+	kubeconfig string
+	// namespace is -n; empty means the kubeconfig context's namespace, then
+	// "default".
+	namespace string
+}
+
+func (o *kubeOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "path of the kubeconfig (default $KUBECONFIG, then ~/.kube/config)")
+	fs.StringVarP(&o.namespace, "namespace", "n", "", "namespace (default: the kubeconfig context's, else \"default\")")
+}
+
+// cluster is a connection to the API server.
+type cluster struct {
+	client    kubernetes.Interface
+	namespace string
+	server    string
+}
+
+// connect loads the kubeconfig and builds a client. It does not contact
+// the server.
+func (o *kubeOptions) connect() (*cluster, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = o.kubeconfig
+	overrides := &clientcmd.ConfigOverrides{}
+	if o.namespace != "" {
+		overrides.Context.Namespace = o.namespace
+	}
+	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides)
+	cfg, err := cc.ClientConfig()
+	if err != nil {
+		if clientcmd.IsEmptyConfig(err) {
+			return nil, errors.New("no kubeconfig found (tried --kubeconfig, $KUBECONFIG, ~/.kube/config); for the lab use --kubeconfig \"$(snug lab kubeconfig)\" or eval \"$(snug lab env)\"")
+		}
+		return nil, fmt.Errorf("loading kubeconfig: %w (for the lab: --kubeconfig \"$(snug lab kubeconfig)\")", err)
+	}
+	ns, _, err := cc.Namespace()
+	if err != nil {
+		return nil, fmt.Errorf("reading the kubeconfig's namespace: %w", err)
+	}
+	cfg.Timeout = requestTimeout
+	cfg.UserAgent = "snug"
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("creating a client for %s: %w", cfg.Host, err)
+	}
+	return &cluster{client: client, namespace: ns, server: cfg.Host}, nil
+}
+
+// explain makes an error that is not an answer from the API server say
+// which server could not be reached.
+func (c *cluster) explain(err error) error {
+	if err == nil {
+		return nil
+	}
+	var status apierrors.APIStatus
+	var uerr *url.Error
+	if errors.As(err, &status) || !errors.As(err, &uerr) {
+		return err
+	}
+	return fmt.Errorf("cannot reach the API server at %s (is the cluster up? for the lab: snug lab status): %w", c.server, err)
+}
