@@ -81,7 +81,6 @@ func TestPolicyCRD(t *testing.T) {
 	t.Run("status", func(t *testing.T) { testPolicyStatus(t, pc, ns) })
 }
 
-// newNamespace creates a namespace that is deleted when the test ends.
 // defaulted is the spec every default of docs/policy.md gives.
 func defaulted() v1alpha1.SnugPolicySpec {
 	return v1alpha1.SnugPolicySpec{
