@@ -78,6 +78,18 @@ type APIError struct {
 
 func (e *APIError) Error() string { return fmt.Sprintf("%d %s: %s", e.Code, e.Reason, e.Message) }
 
+// NewAPIError keeps what a Status the API server answered says: code,
+// reason, message and causes.
+func NewAPIError(st metav1.Status) *APIError {
+	ae := &APIError{Code: st.Code, Reason: st.Reason, Message: st.Message}
+	if st.Details != nil {
+		for _, c := range st.Details.Causes {
+			ae.Causes = append(ae.Causes, causeString(c))
+		}
+	}
+	return ae
+}
+
 // jsonPatchApplyFailure is the message the API server gives when a JSON
 // patch cannot be applied to the stored object. The patch handler
 // (k8s.io/apiserver endpoints/handlers/patch.go) wraps the json-patch
@@ -107,13 +119,10 @@ func ClassifyPatchError(err error) (resize.Outcome, *APIError, error) {
 		return resize.Unknown, nil, fmt.Errorf("reaching the API server: %w", err)
 	}
 	st := status.Status()
-	ae := &APIError{Code: st.Code, Reason: st.Reason, Message: st.Message}
+	ae := NewAPIError(st)
 	kind := ""
 	if st.Details != nil {
 		kind = st.Details.Kind
-		for _, c := range st.Details.Causes {
-			ae.Causes = append(ae.Causes, causeString(c))
-		}
 	}
 	switch {
 	case st.Code == 422 && kind == "" && len(ae.Causes) == 0 && (st.Message == jsonPatchApplyFailure || isTestFailureText(st.Message)):

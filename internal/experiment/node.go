@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/snug-dev/snug/internal/cgroup"
 )
@@ -187,26 +188,35 @@ type summary struct {
 // kubeletUsage reads the pod's and its container's memory usage from the
 // kubelet's stats summary, through the API server's node proxy.
 func (s *session) kubeletUsage(ctx context.Context, st PodState) (KubeletUsage, error) {
-	raw, err := s.env.Client.CoreV1().RESTClient().Get().
-		AbsPath("/api/v1/nodes", st.Node, "proxy", "stats", "summary").DoRaw(ctx)
+	u, err := ReadKubeletUsage(ctx, s.env.Client, st.Node, s.run.Namespace, st.Name, containerName)
+	u.At = s.env.now()
+	return u, err
+}
+
+// ReadKubeletUsage reads a pod's and one of its containers' memory usage
+// from the kubelet's stats summary of node, through the API server's node
+// proxy. At is left zero.
+func ReadKubeletUsage(ctx context.Context, c kubernetes.Interface, node, namespace, pod, container string) (KubeletUsage, error) {
+	raw, err := c.CoreV1().RESTClient().Get().
+		AbsPath("/api/v1/nodes", node, "proxy", "stats", "summary").DoRaw(ctx)
 	if err != nil {
-		return KubeletUsage{}, fmt.Errorf("reading the kubelet's stats summary of node %s: %w", st.Node, err)
+		return KubeletUsage{}, fmt.Errorf("reading the kubelet's stats summary of node %s: %w", node, err)
 	}
 	var sum summary
 	if err := json.Unmarshal(raw, &sum); err != nil {
 		return KubeletUsage{}, fmt.Errorf("decoding the kubelet's stats summary: %w", err)
 	}
-	u := KubeletUsage{At: s.env.now()}
+	var u KubeletUsage
 	for _, p := range sum.Pods {
-		if p.PodRef.Namespace != s.run.Namespace || p.PodRef.Name != st.Name {
+		if p.PodRef.Namespace != namespace || p.PodRef.Name != pod {
 			continue
 		}
 		if p.Memory != nil && p.Memory.UsageBytes != nil {
 			u.PodBytes, u.HasPodBytes = *p.Memory.UsageBytes, true
 		}
-		for _, c := range p.Containers {
-			if c.Name == containerName && c.Memory != nil && c.Memory.UsageBytes != nil {
-				u.ContainerBytes, u.HasContainerBytes = *c.Memory.UsageBytes, true
+		for _, ct := range p.Containers {
+			if ct.Name == container && ct.Memory != nil && ct.Memory.UsageBytes != nil {
+				u.ContainerBytes, u.HasContainerBytes = *ct.Memory.UsageBytes, true
 			}
 		}
 	}

@@ -5,12 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/snug-dev/snug/internal/actuate"
 )
 
 // jsonOp is one RFC 6902 operation.
@@ -50,19 +51,7 @@ func memoryPatch(mem string) []byte {
 }
 
 // APIError is a refusal from the API server, as its Status carried it.
-type APIError struct {
-	// Code is the HTTP status code, e.g. 403 or 422.
-	Code int32
-	// Reason is the Status reason, e.g. Forbidden or Invalid.
-	Reason metav1.StatusReason
-	// Message is the Status message.
-	Message string
-	// Causes are the Status details' causes, as "type field: message"
-	// with empty parts left out (PodResizeValidator's is "NodeCapacity").
-	Causes []string
-}
-
-func (e *APIError) Error() string { return fmt.Sprintf("%d %s: %s", e.Code, e.Reason, e.Message) }
+type APIError = actuate.APIError
 
 // PatchOutcome is what became of one patch to the resize subresource.
 type PatchOutcome struct {
@@ -95,12 +84,7 @@ func (s *session) patchResize(ctx context.Context, w *podWatch, pt types.PatchTy
 		return o, nil
 	case errors.As(err, &status):
 		st := status.Status()
-		o.Rejected = &APIError{Code: st.Code, Reason: st.Reason, Message: st.Message}
-		if st.Details != nil {
-			for _, c := range st.Details.Causes {
-				o.Rejected.Causes = append(o.Rejected.Causes, causeString(c))
-			}
-		}
+		o.Rejected = actuate.NewAPIError(st)
 		last := w.latest()
 		last.At = o.Returned
 		s.step(fmt.Sprintf("%s patch rejected: %d %s", patchName(pt), st.Code, st.Reason), last, st.Message)
@@ -120,14 +104,6 @@ func (o PatchOutcome) mustAccept() error {
 }
 
 // causeString is "type field: message", leaving out empty parts.
-func causeString(c metav1.StatusCause) string {
-	s := strings.TrimSpace(string(c.Type) + " " + c.Field)
-	if c.Message != "" {
-		s += ": " + c.Message
-	}
-	return s
-}
-
 func patchName(pt types.PatchType) string {
 	switch pt {
 	case types.JSONPatchType:

@@ -6,7 +6,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 func TestResizeJSONPatch(t *testing.T) {
@@ -104,19 +103,5 @@ func TestPodStateChanges(t *testing.T) {
 				t.Errorf("changes() = %q, want %q", got, tt.want)
 			}
 		})
-	}
-}
-
-func TestCauseString(t *testing.T) {
-	for _, tt := range []struct {
-		c    metav1.StatusCause
-		want string
-	}{
-		{metav1.StatusCause{Type: "NodeCapacity"}, "NodeCapacity"},
-		{metav1.StatusCause{Type: "FieldValueInvalid", Field: "spec", Message: "bad"}, "FieldValueInvalid spec: bad"},
-	} {
-		if got := causeString(tt.c); got != tt.want {
-			t.Errorf("causeString(%+v) = %q, want %q", tt.c, got, tt.want)
-		}
 	}
 }

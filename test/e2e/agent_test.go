@@ -36,7 +36,7 @@ import (
 func TestAgent(t *testing.T) {
 	ctx := context.Background()
 	ag := startAgent(t)
-	ns := newNamespace(t, "snug-agent-")
+	ns := testNamespace(t, "snug-agent-")
 
 	t.Run("cpu 300m", func(t *testing.T) {
 		p := createLoadPod(t, ns, loadPod{name: "load-cpu", cpuRequest: "100m", memRequest: "32Mi", args: []string{"--cpu=300m"}})
@@ -385,28 +385,6 @@ func deletePod(t *testing.T, ns, name string) {
 		}
 		return false, err
 	})
-}
-
-// newNamespace creates a namespace, and deletes it at the end, waiting
-// until it is gone so the node is left empty.
-func newNamespace(t *testing.T, prefix string) string {
-	t.Helper()
-	ctx := context.Background()
-	ns, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("creating namespace: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := client.CoreV1().Namespaces().Delete(ctx, ns.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			t.Errorf("deleting namespace %s: %v", ns.Name, err)
-			return
-		}
-		waitFor(t, "namespace "+ns.Name+" gone", 3*time.Minute, func() (bool, error) {
-			_, err := client.CoreV1().Namespaces().Get(ctx, ns.Name, metav1.GetOptions{})
-			return apierrors.IsNotFound(err), nil
-		})
-	})
-	return ns.Name
 }
 
 // ratePointsAfter returns the points with a rate taken after since.

@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -265,46 +264,6 @@ func runCmd(t *testing.T, env []string, name string, args ...string) (string, st
 	}
 	t.Logf("$ %s %s\n%s%s(exit %d)", filepath.Base(name), strings.Join(args, " "), out.String(), errb.String(), code)
 	return out.String(), errb.String(), code
-}
-
-// kubeletMemoryUsage is the pod's and its container app's memory usage as
-// the kubelet's stats summary reports them.
-func kubeletMemoryUsage(ctx context.Context, node, ns, pod string) (podBytes, containerBytes uint64, err error) {
-	raw, err := client.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", node, "proxy", "stats", "summary").DoRaw(ctx)
-	if err != nil {
-		return 0, 0, err
-	}
-	var sum struct {
-		Pods []struct {
-			PodRef struct{ Name, Namespace string } `json:"podRef"`
-			Memory *struct {
-				UsageBytes *uint64 `json:"usageBytes"`
-			} `json:"memory"`
-			Containers []struct {
-				Name   string `json:"name"`
-				Memory *struct {
-					UsageBytes *uint64 `json:"usageBytes"`
-				} `json:"memory"`
-			} `json:"containers"`
-		} `json:"pods"`
-	}
-	if err := json.Unmarshal(raw, &sum); err != nil {
-		return 0, 0, err
-	}
-	for _, p := range sum.Pods {
-		if p.PodRef.Namespace != ns || p.PodRef.Name != pod {
-			continue
-		}
-		if p.Memory != nil && p.Memory.UsageBytes != nil {
-			podBytes = *p.Memory.UsageBytes
-		}
-		for _, c := range p.Containers {
-			if c.Name == "app" && c.Memory != nil && c.Memory.UsageBytes != nil {
-				containerBytes = *c.Memory.UsageBytes
-			}
-		}
-	}
-	return podBytes, containerBytes, nil
 }
 
 func actual(p *corev1.Pod) string {

@@ -72,7 +72,7 @@ func TestPolicyCRD(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ns := newNamespace(t, "snug-policy-")
+	ns := testNamespace(t, "snug-policy-")
 
 	t.Run("defaults", func(t *testing.T) { testPolicyDefaults(t, pc, ns) })
 	t.Run("samples", func(t *testing.T) { testPolicySamples(t, pc, ns) })

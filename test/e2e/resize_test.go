@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/snug-dev/snug/internal/actuate"
+	"github.com/snug-dev/snug/internal/experiment"
 	"github.com/snug-dev/snug/internal/resize"
 )
 
@@ -185,8 +186,8 @@ func TestResizeKubeletError(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()
 	if err := pollUntil(ctx, 250*time.Millisecond, func() (bool, error) {
-		pb, cb, err := kubeletMemoryUsage(ctx, pod.Spec.NodeName, ns, "hog")
-		return pb >= 100<<20 && cb >= 100<<20, err
+		u, err := experiment.ReadKubeletUsage(ctx, client, pod.Spec.NodeName, ns, "hog", "app")
+		return u.PodBytes >= 100<<20 && u.ContainerBytes >= 100<<20, err
 	}); err != nil {
 		t.Fatalf("waiting for the kubelet's statistics to show 100Mi held: %v", err)
 	}
