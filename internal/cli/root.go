@@ -64,6 +64,6 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	root.SetErr(stderr)
 	root.AddCommand(newLabCommand(stdout, stderr), newDemoCommand(stdout, stderr),
 		newAgentCommand(stdout, stderr), newBenchCommand(stdout, stderr),
-		newResizeCommand(stdout), newStatusCommand(stdout))
+		newResizeCommand(stdout), newStatusCommand(stdout), newTraceCommand(stdout, stderr))
 	return root
 }
