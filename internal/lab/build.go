@@ -91,7 +91,7 @@ func EnsureBinaries(ctx context.Context, o *Options, log io.Writer) error {
 		return fmt.Errorf("building Kubernetes: %w", err)
 	}
 	if _, err := run(args...); err != nil {
-		return fmt.Errorf("building Kubernetes v%s failed: %w; last lines of %s:\n%s", o.KubernetesVersion, err, logPath, tail(logPath, 15))
+		return fmt.Errorf("building Kubernetes v%s failed: %w; last lines of %s:\n%s", o.KubernetesVersion, err, logPath, Tail(logPath, 15))
 	}
 	return os.WriteFile(filepath.Join(bin, builtStamp), []byte(o.KubernetesVersion+"\n"), 0o644)
 }
@@ -121,8 +121,9 @@ func stagingModules(goModPath string) ([]string, error) {
 	return mods, nil
 }
 
-// tail returns the last n lines of a file, for error messages.
-func tail(path string, n int) string {
+// Tail returns the last n lines of a file, for error messages; "" when it
+// cannot be read.
+func Tail(path string, n int) string {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return ""

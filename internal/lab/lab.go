@@ -139,7 +139,7 @@ func (o *Options) waitFor(ctx context.Context, what string, timeout time.Duratio
 	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		for _, name := range componentNames {
 			if p, ok := readProc(o, name); ok && !p.alive() {
-				return false, fmt.Errorf("%s exited; last lines of %s:\n%s", name, logFile(o, name), tail(logFile(o, name), 12))
+				return false, fmt.Errorf("%s exited; last lines of %s:\n%s", name, logFile(o, name), Tail(logFile(o, name), 12))
 			}
 		}
 		return cond(ctx), nil

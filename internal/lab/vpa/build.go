@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/snug-dev/snug/internal/lab"
 )
 
 // builtStamp marks a complete build: a directory without it is rebuilt.
@@ -121,7 +123,7 @@ func (u upstream) ensure(ctx context.Context, cache string, log io.Writer) error
 	}
 	args := append([]string{"build", "-trimpath", "-ldflags", ldflags, "-o", bin + "/"}, u.packages...)
 	if _, err := run(args...); err != nil {
-		return fmt.Errorf("building %s failed: %w; last lines of %s:\n%s", what, err, logPath, tail(logPath, 15))
+		return fmt.Errorf("building %s failed: %w; last lines of %s:\n%s", what, err, logPath, lab.Tail(logPath, 15))
 	}
 	for _, f := range u.files {
 		data, err := os.ReadFile(filepath.Join(mod.Dir, f))
@@ -138,17 +140,4 @@ func (u upstream) ensure(ctx context.Context, cache string, log io.Writer) error
 	}
 	fmt.Fprintf(log, "built %s in %.0fs\n", what, time.Since(start).Seconds())
 	return os.WriteFile(filepath.Join(bin, builtStamp), []byte(u.version+"\n"), 0o644)
-}
-
-// tail returns the last n lines of a file, for error messages.
-func tail(path string, n int) string {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return ""
-	}
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }

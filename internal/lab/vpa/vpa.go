@@ -297,7 +297,7 @@ func (o *Options) waitFor(ctx context.Context, what string, cond wait.ConditionW
 		for _, name := range processNames {
 			if pid, running := lab.ProcessRunning(o.Lab, name); pid > 0 && !running {
 				path := lab.LogFile(o.Lab, name)
-				return false, fmt.Errorf("%s exited; last lines of %s:\n%s", name, path, tail(path, 12))
+				return false, fmt.Errorf("%s exited; last lines of %s:\n%s", name, path, lab.Tail(path, 12))
 			}
 		}
 		return cond(ctx)
