@@ -48,6 +48,6 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newLabCommand(stdout, stderr), newDemoCommand(stdout, stderr))
+	root.AddCommand(newLabCommand(stdout, stderr), newDemoCommand(stdout, stderr), newControllerCommand())
 	return root
 }
