@@ -18,7 +18,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -34,31 +33,6 @@ import (
 
 // traceTimeout bounds every wait in these tests.
 const traceTimeout = 2 * time.Minute
-
-// traceNamespace creates a namespace for one test and deletes it, waiting
-// until it is gone, when the test ends.
-func traceNamespace(t *testing.T) string {
-	t.Helper()
-	ctx := context.Background()
-	ns, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "snug-trace-"}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("creating namespace: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := client.CoreV1().Namespaces().Delete(ctx, ns.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			t.Errorf("deleting namespace %s: %v", ns.Name, err)
-			return
-		}
-		err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, traceTimeout, true, func(ctx context.Context) (bool, error) {
-			_, err := client.CoreV1().Namespaces().Get(ctx, ns.Name, metav1.GetOptions{})
-			return apierrors.IsNotFound(err), nil
-		})
-		if err != nil {
-			t.Errorf("namespace %s still there after %s: %v", ns.Name, traceTimeout, err)
-		}
-	})
-	return ns.Name
-}
 
 // sleeper is a busybox pod that sleeps until deleted, with the given cpu
 // and memory (request/limit; "" leaves a value unset) and resizePolicy
@@ -100,26 +74,6 @@ func resizeCPU(t *testing.T, ns, name, req, lim string) {
 	patch := fmt.Sprintf(`[{"op":"replace","path":"/spec/containers/0/resources/requests/cpu","value":%q},{"op":"replace","path":"/spec/containers/0/resources/limits/cpu","value":%q}]`, req, lim)
 	if _, err := client.CoreV1().Pods(ns).Patch(context.Background(), name, types.JSONPatchType, []byte(patch), metav1.PatchOptions{}, "resize"); err != nil {
 		t.Fatalf("resizing %s to cpu %s/%s: %v", name, req, lim, err)
-	}
-}
-
-// waitEvent polls until the pod has an event with the reason.
-func waitEvent(t *testing.T, ns, pod, reason string) {
-	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, traceTimeout, true, func(ctx context.Context) (bool, error) {
-		evs, err := client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + pod})
-		if err != nil {
-			return false, nil
-		}
-		for _, e := range evs.Items {
-			if e.Reason == reason {
-				return true, nil
-			}
-		}
-		return false, nil
-	})
-	if err != nil {
-		t.Fatalf("waiting for event %s of pod %s: %v", reason, pod, err)
 	}
 }
 
@@ -197,7 +151,7 @@ func checkNoRestart(t *testing.T, rec *trace.Recording) {
 // TestTraceCPUResize records a CPU resize (request 100m -> 200m) with the
 // recorder in process.
 func TestTraceCPUResize(t *testing.T) {
-	ns := traceNamespace(t)
+	ns := testNamespace(t, "snug-trace-")
 	createRunning(t, ns, sleeper("traced", "100m", "300m", "32Mi", "64Mi"))
 	r, err := trace.NewRecorder(client, trace.Options{Namespace: ns, Pod: "traced"})
 	if err != nil {
@@ -248,7 +202,7 @@ func TestTraceCPUResize(t *testing.T) {
 // beside a filler pod and completes once the filler is deleted; Ctrl-C
 // (SIGINT) ends the trace and the outputs are still written.
 func TestTraceDeferredCLI(t *testing.T) {
-	ns := traceNamespace(t)
+	ns := testNamespace(t, "snug-trace-")
 	createRunning(t, ns, sleeper("deferred", "100m", "100m", "32Mi", "32Mi"))
 	filler := sleeper("filler", "1700m", "", "16Mi", "")
 	filler.Labels = map[string]string{"app": "filler"}
@@ -460,7 +414,7 @@ func svgText(t *testing.T, svg []byte) string {
 // TestTraceSelectorFollowsPods traces by label selector across the client's
 // 10 s timeout: a pod deleted ends, a new one joins.
 func TestTraceSelectorFollowsPods(t *testing.T) {
-	ns := traceNamespace(t)
+	ns := testNamespace(t, "snug-trace-")
 	createRunning(t, ns, sleeper("first", "50m", "", "16Mi", ""))
 	r, err := trace.NewRecorder(client, trace.Options{Namespace: ns, Selector: "app=traced"})
 	if err != nil {
