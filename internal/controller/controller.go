@@ -96,7 +96,22 @@ type Controller struct {
 
 	mu         sync.Mutex
 	lastWrites map[string]time.Time // checkpoint writes by policy key
+	// evicting holds the pods this controller evicted until its cache shows
+	// them terminating or gone, so that a reconcile that runs on a cache
+	// older than the eviction never evicts a second pod (nor the same one
+	// twice).
+	evicting map[types.UID]evictionMark
 }
+
+// evictionMark is one eviction not yet seen in the cache.
+type evictionMark struct {
+	policy string
+	at     time.Time
+}
+
+// evictionExpectationTTL bounds how long an eviction not yet seen in the
+// cache holds further evictions of its policy back.
+const evictionExpectationTTL = 2 * time.Minute
 
 // New returns a Controller that talks to the cluster through cs and pc,
 // records events with recorder and counts in m.
@@ -119,6 +134,7 @@ func New(cs kubernetes.Interface, pc *policyclient.Client, recorder record.Event
 		cmFactory: informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithTransform(stripManagedFields),
 			informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = managedByLabel + "=snug" })),
 		lastWrites: map[string]time.Time{},
+		evicting:   map[types.UID]evictionMark{},
 	}
 	cms := c.cmFactory.Core().V1().ConfigMaps()
 	c.checkpoints = cms.Lister()
@@ -588,6 +604,33 @@ const managedByLabel = "app.kubernetes.io/managed-by"
 // again; a budget's change does not enqueue the policy.
 const blockedRetry = 10 * time.Second
 
+// evictionPending reports whether a pod the policy key evicted is still
+// shown running, without a deletion timestamp, by the cached pods; marks of
+// pods seen terminating or gone, and marks older than
+// evictionExpectationTTL, are dropped.
+func (c *Controller) evictionPending(key string, pods []*corev1.Pod, now time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	pending := false
+	for uid, m := range c.evicting {
+		if m.policy != key {
+			continue
+		}
+		var cached *corev1.Pod
+		for _, pod := range pods {
+			if pod.UID == uid {
+				cached = pod
+			}
+		}
+		if cached == nil || cached.DeletionTimestamp != nil || now.Sub(m.at) > evictionExpectationTTL {
+			delete(c.evicting, uid)
+			continue
+		}
+		pending = true
+	}
+	return pending
+}
+
 // evictDeferred evicts at most one pod whose resize stayed Deferred, as the
 // policy allows, and returns when a deferral will be old enough (0: none).
 func (c *Controller) evictDeferred(ctx context.Context, p *v1alpha1.SnugPolicy, pods []*corev1.Pod, now time.Time) time.Duration {
@@ -596,6 +639,10 @@ func (c *Controller) evictDeferred(ctx context.Context, p *v1alpha1.SnugPolicy, 
 		return 0
 	}
 	log := klog.FromContext(ctx)
+	key := p.Namespace + "/" + p.Name
+	if c.evictionPending(key, pods, now) {
+		return time.Second
+	}
 	var soonest time.Duration
 	for _, pod := range pods {
 		v := mayEvict(rules, pod, pods, now)
@@ -620,6 +667,9 @@ func (c *Controller) evictDeferred(ctx context.Context, p *v1alpha1.SnugPolicy, 
 			log.Error(err, "evicting", "pod", klog.KObj(pod))
 			return 30 * time.Second
 		}
+		c.mu.Lock()
+		c.evicting[pod.UID] = evictionMark{policy: key, at: now}
+		c.mu.Unlock()
 		c.metrics.evictions.WithLabelValues(p.Namespace, p.Name, "evicted").Inc()
 		log.Info("evicted for a deferred resize", "pod", klog.KObj(pod), "why", v.why)
 		c.recorder.Eventf(p, corev1.EventTypeNormal, EventEvicted, "pod %s evicted: %s", pod.Name, v.why)

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	"github.com/snug-dev/snug/api/v1alpha1"
@@ -70,5 +72,39 @@ func TestRulesOf(t *testing.T) {
 	}
 	if got, want := rulesOf(spec), (evictRules{mode: v1alpha1.UpdateModeInPlaceOrRecreate, action: v1alpha1.DeferredActionEvict, afterSeconds: 0, minReplicas: 1}); got != want {
 		t.Errorf("set: %+v, want %+v", got, want)
+	}
+}
+
+// TestEvictionPending: an eviction holds its policy's next one back until
+// the cache shows the pod terminating or gone, or the mark expires; other
+// policies are not held back.
+func TestEvictionPending(t *testing.T) {
+	now := time.Date(2026, 12, 1, 4, 0, 0, 0, time.UTC)
+	running := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "a", UID: "uid-a"}}
+	terminating := running.DeepCopy()
+	terminating.DeletionTimestamp = &metav1.Time{Time: now}
+	for _, tt := range []struct {
+		name   string
+		policy string
+		pods   []*corev1.Pod
+		at     time.Time
+		want   bool
+		kept   bool
+	}{
+		{"still running in the cache", "ns/p", []*corev1.Pod{running}, now, true, true},
+		{"terminating in the cache", "ns/p", []*corev1.Pod{terminating}, now, false, false},
+		{"gone from the cache", "ns/p", nil, now, false, false},
+		{"mark expired", "ns/p", []*corev1.Pod{running}, now.Add(-evictionExpectationTTL - time.Second), false, false},
+		{"another policy", "ns/q", []*corev1.Pod{running}, now, false, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := &Controller{evicting: map[types.UID]evictionMark{"uid-a": {policy: "ns/p", at: tt.at}}}
+			if got := c.evictionPending(tt.policy, tt.pods, now); got != tt.want {
+				t.Errorf("evictionPending = %v, want %v", got, tt.want)
+			}
+			if _, kept := c.evicting["uid-a"]; kept != tt.kept {
+				t.Errorf("mark kept = %v, want %v", kept, tt.kept)
+			}
+		})
 	}
 }
