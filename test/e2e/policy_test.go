@@ -81,23 +81,6 @@ func TestPolicyCRD(t *testing.T) {
 	t.Run("status", func(t *testing.T) { testPolicyStatus(t, pc, ns) })
 }
 
-// newNamespace creates a namespace that is deleted when the test ends.
-func newNamespace(t *testing.T, prefix string) string {
-	t.Helper()
-	n, err := client.CoreV1().Namespaces().Create(t.Context(),
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("creating namespace: %v", err)
-	}
-	t.Cleanup(func() {
-		err := client.CoreV1().Namespaces().Delete(context.Background(), n.Name, metav1.DeleteOptions{})
-		if err != nil && !apierrors.IsNotFound(err) {
-			t.Errorf("deleting namespace %s: %v", n.Name, err)
-		}
-	})
-	return n.Name
-}
-
 // defaulted is the spec every default of docs/policy.md gives.
 func defaulted() v1alpha1.SnugPolicySpec {
 	return v1alpha1.SnugPolicySpec{
