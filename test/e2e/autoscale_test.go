@@ -47,7 +47,7 @@ const stabilizationSeconds = 30
 func TestAutoscale(t *testing.T) {
 	pc := installPolicyCRD(t)
 	ag := startAgent(t, "--cpu-half-life", "10s")
-	ns := newNamespace(t, "snug-autoscale-")
+	ns := testNamespace(t, "snug-autoscale-")
 
 	t.Run("deployment grows in place and shrinks after the window", func(t *testing.T) {
 		testAutoscaleDeployment(t, pc, ag, ns)
@@ -241,14 +241,6 @@ func installPolicyCRD(t *testing.T) *policyclient.Client {
 		t.Fatal(err)
 	}
 	return pc
-}
-
-func createPolicy(t *testing.T, pc *policyclient.Client, ns, name string, spec v1alpha1.SnugPolicySpec) {
-	t.Helper()
-	_, err := pc.SnugPolicies(ns).Create(t.Context(), &v1alpha1.SnugPolicy{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: spec}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("creating policy %s: %v", name, err)
-	}
 }
 
 // createAutoscaleDeployment creates a one-replica Deployment of snug-load at
@@ -451,19 +443,3 @@ func secondsSince(at, t time.Time) string {
 	return fmt.Sprintf("%.2fs", at.Sub(t).Seconds())
 }
 
-// waitEvent waits for an event with reason on the pod.
-func waitEvent(t *testing.T, ns, pod, reason string) {
-	t.Helper()
-	waitFor(t, "event "+reason+" on "+pod, time.Minute, func() (bool, error) {
-		evs, err := client.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{
-			FieldSelector: fields.AndSelectors(fields.OneTermEqualSelector("involvedObject.name", pod), fields.OneTermEqualSelector("reason", reason)).String(),
-		})
-		if err != nil {
-			return false, err
-		}
-		for _, e := range evs.Items {
-			t.Logf("event %s %s: %s", e.Type, e.Reason, e.Message)
-		}
-		return len(evs.Items) > 0, nil
-	})
-}
