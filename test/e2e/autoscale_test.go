@@ -442,4 +442,3 @@ func secondsSince(at, t time.Time) string {
 	}
 	return fmt.Sprintf("%.2fs", at.Sub(t).Seconds())
 }
-
