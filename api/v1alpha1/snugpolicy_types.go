@@ -427,6 +427,18 @@ type SnugPolicyStatus struct {
 	// +optional
 	Recommendation *RecommendedPodResources `json:"recommendation,omitempty"`
 
+	// uncontrolledResources are the resources snug leaves alone in every
+	// container of the policy's pods, whatever containerPolicies say,
+	// because a HorizontalPodAutoscaler scales the same workload on their
+	// utilization (condition HPAConflict says which). A container's
+	// effective controlledResources are its containerPolicy's minus these;
+	// the agent reads them from here. Empty when nothing is left alone.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=2
+	// +kubebuilder:validation:items:Enum=cpu;memory
+	UncontrolledResources []corev1.ResourceName `json:"uncontrolledResources,omitempty"`
+
 	// conditions are the policy's conditions; see the Condition* constants.
 	// +optional
 	// +listType=map
@@ -481,6 +493,15 @@ const (
 	// ConditionConfigUnsupported is True while part of the spec is accepted
 	// but not acted on, such as updateMode Initial.
 	ConditionConfigUnsupported = "ConfigUnsupported"
+	// ConditionOverlapping is True while another policy in the namespace
+	// selects some of the same pods. The older policy (by creation time,
+	// then name) governs those pods; reason OlderPolicyWins on the older
+	// one, YieldsToOlderPolicy on the younger.
+	ConditionOverlapping = "Overlapping"
+	// ConditionHPAConflict is True while a HorizontalPodAutoscaler scales
+	// the policy's target on cpu or memory utilization; those resources are
+	// then listed in status.uncontrolledResources and left alone.
+	ConditionHPAConflict = "HPAConflict"
 )
 
 // Condition reasons of a SnugPolicy.
@@ -488,6 +509,24 @@ const (
 	// ReasonUpdateModeNotSupported goes with ConfigUnsupported (True) and
 	// Ready (False) for updateMode Initial, which needs admission.
 	ReasonUpdateModeNotSupported = "UpdateModeNotSupported"
+	// ReasonResolved goes with Ready (True): the target resolved to a
+	// selector.
+	ReasonResolved = "Resolved"
+	// ReasonTargetNotFound goes with Ready (False): the targetRef names no
+	// workload.
+	ReasonTargetNotFound = "TargetNotFound"
+	// ReasonTargetUnsupported goes with Ready (False): the target has no
+	// usable pod selector (such as a CronJob whose pod template has no
+	// labels).
+	ReasonTargetUnsupported = "TargetUnsupported"
+	// ReasonOlderPolicyWins goes with Overlapping (True) on the older of two
+	// overlapping policies: it keeps governing the shared pods.
+	ReasonOlderPolicyWins = "OlderPolicyWins"
+	// ReasonYieldsToOlderPolicy goes with Overlapping (True) on the younger
+	// of two overlapping policies: it leaves the shared pods alone.
+	ReasonYieldsToOlderPolicy = "YieldsToOlderPolicy"
+	// ReasonHPAScalesResource goes with HPAConflict (True).
+	ReasonHPAScalesResource = "HPAScalesResource"
 )
 
 // SnugPolicyList is a list of SnugPolicy.

@@ -49,8 +49,9 @@ func full() *SnugPolicy {
 			},
 		},
 		Status: SnugPolicyStatus{
-			ObservedGeneration: 4,
-			Selector:           "app=web",
+			ObservedGeneration:    4,
+			Selector:              "app=web",
+			UncontrolledResources: []corev1.ResourceName{corev1.ResourceCPU},
 			Recommendation: &RecommendedPodResources{ContainerRecommendations: []RecommendedContainerResources{{
 				ContainerName:  "app",
 				Target:         rl("250m", "256Mi"),

@@ -384,6 +384,11 @@ func (in *SnugPolicyStatus) DeepCopyInto(out *SnugPolicyStatus) {
 		*out = new(RecommendedPodResources)
 		(*in).DeepCopyInto(*out)
 	}
+	if in.UncontrolledResources != nil {
+		in, out := &in.UncontrolledResources, &out.UncontrolledResources
+		*out = make([]corev1.ResourceName, len(*in))
+		copy(*out, *in)
+	}
 	if in.Conditions != nil {
 		in, out := &in.Conditions, &out.Conditions
 		*out = make([]v1.Condition, len(*in))

@@ -109,6 +109,14 @@ type Observer interface {
 	Observe(ctx context.Context, c ContainerRef, p Point)
 }
 
+// PassObserver is an Observer that also wants to know when a pass has
+// delivered every container's point, to act once per pod with all of its
+// containers' points seen. PassDone runs on the loop goroutine, like Observe.
+type PassObserver interface {
+	Observer
+	PassDone(ctx context.Context)
+}
+
 // ContainerView is what the agent knows of one container: who it is, where
 // its cgroup is and its recent points, oldest first.
 type ContainerView struct {
@@ -167,6 +175,9 @@ type Agent struct {
 	passes  uint64
 
 	synced atomic.Bool
+
+	// decider is the decision step, if Decide installed one.
+	decider *Decider
 }
 
 // New returns an Agent for cfg, which must be valid. clk stamps samples and
@@ -334,6 +345,9 @@ func (a *Agent) Pass(ctx context.Context) {
 		if a.cfg.Observer != nil {
 			a.cfg.Observer.Observe(ctx, r.t.ref, r.p)
 		}
+	}
+	if po, ok := a.cfg.Observer.(PassObserver); ok {
+		po.PassDone(ctx)
 	}
 	clear(results) // let dropped containers' state go
 	a.results = results[:0]

@@ -3,13 +3,20 @@
 // container's cgroup, samples it every interval through a kept-open
 // cgroup.Handle, derives cgroup.Signals and keeps a bounded ring of recent
 // points per container. It serves what it knows as Prometheus metrics and a
-// small JSON API (Handler), and lets a later decision step see every new
-// point (Observer).
+// small JSON API (Handler).
+//
+// Its decision step (Decider, installed by Agent.Decide as the loop's
+// Observer) decides and actuates for the pods on its node that a SnugPolicy
+// covers: every sample goes to internal/recommend, every resizing decision
+// is planned by internal/resize against the node's room and sent to the
+// pod's resize subresource off the loop goroutine, and the outcome goes back
+// to the recommender. The send itself is a SendFunc (PatchResize today).
 //
 // It owns the sampling loop, the container set, the per-container history,
-// the agent's metrics and HTTP API. It does not parse cgroup files (that is
-// internal/cgroup), decide what a signal means, or resize anything: issue 5's
-// decision step plugs in as an Observer and acts elsewhere.
+// the per-pod recommender state, the agent's metrics, events and HTTP API.
+// It does not parse cgroup files (internal/cgroup), compute
+// recommendations (internal/recommend), build patches (internal/resize), or
+// write policy status (the controller).
 //
 // A container whose cgroup vanishes while it is being read has exited; that
 // is normal, counted in snug_agent_cgroups_gone_total and logged at V(1).

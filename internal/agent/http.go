@@ -98,6 +98,9 @@ type ContainerJSON struct {
 	Cgroup        string      `json:"cgroup"`
 	Latest        PointJSON   `json:"latest"`
 	History       []PointJSON `json:"history"`
+	// Autoscale is the decision step's view, when a policy covers the pod
+	// and the agent decides (Agent.Decide).
+	Autoscale *AutoscaleJSON `json:"autoscale,omitempty"`
 }
 
 // PointJSON is one point in the JSON API. Rate fields are absent when
@@ -150,6 +153,9 @@ func (a *Agent) writeList(w http.ResponseWriter, vs []ContainerView) {
 			ContainerID: v.ContainerID, QOSClass: string(v.QOSClass),
 			CgroupVersion: v.Cgroup.Version.String(), Cgroup: cgroupDir(v.Cgroup),
 			Latest: pointJSON(v.Latest), History: make([]PointJSON, 0, len(v.History)),
+		}
+		if a.decider != nil {
+			c.Autoscale = a.decider.View(v.PodUID, v.Container)
 		}
 		for _, p := range v.History {
 			c.History = append(c.History, pointJSON(p))

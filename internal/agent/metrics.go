@@ -25,6 +25,13 @@ type Metrics struct {
 	gone         prometheus.Counter
 	findErrors   prometheus.Counter
 
+	// Deciding and resizing (decide.go).
+	decisions       *prometheus.CounterVec
+	outcomes        *prometheus.CounterVec
+	appliedLatency  prometheus.Histogram
+	budgetHits      prometheus.Counter
+	resizesLastHour prometheus.Histogram
+
 	cpuUsage       *prometheus.GaugeVec
 	cpuLimit       *prometheus.GaugeVec
 	throttledRatio *prometheus.GaugeVec
@@ -68,6 +75,29 @@ func newMetrics() *Metrics {
 			Namespace: "snug", Subsystem: "agent", Name: "find_errors_total",
 			Help: "Attempts to find or open a running container's cgroup that failed (often: not created yet).",
 		}),
+		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "snug", Subsystem: "agent", Name: "decisions_total",
+			Help: "Decisions to grow or shrink a container's resource (holds are not counted), by action and resource.",
+		}, []string{"action", "resource"}),
+		outcomes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "snug", Subsystem: "agent", Name: "resize_outcomes_total",
+			Help: "What became of the resizes the agent planned: Applied, Deferred, Infeasible, Error, Rejected, Conflict, Timeout, Refused (by the planner), NoOp, DryRun.",
+		}, []string{"outcome"}),
+		appliedLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: "snug", Subsystem: "agent", Name: "decision_to_applied_seconds",
+			Help: "Time from the sample that decided a resize to the agent seeing the pod's actual resources reflect it.",
+			// The goal is 2 s at the median and 5 s at p95; 30 s is the in-flight timeout.
+			Buckets: []float64{0.25, 0.5, 0.75, 1, 1.5, 2, 3, 5, 7.5, 10, 15, 20, 30},
+		}),
+		budgetHits: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "snug", Subsystem: "agent", Name: "resize_budget_hits_total",
+			Help: "Decisions held back because the pod used up its resizes for the hour (behavior.maxResizesPerHour).",
+		}),
+		resizesLastHour: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: "snug", Subsystem: "agent", Name: "pod_resizes_last_hour",
+			Help:    "Resizes of the pod in the sliding hour, observed each time one is sent.",
+			Buckets: []float64{1, 2, 3, 4, 6, 8, 12, 16, 20, 30, 60},
+		}),
 		cpuUsage:       gauge("container_cpu_usage_cores", "CPU used over the last interval."),
 		cpuLimit:       gauge("container_cpu_limit_cores", "CFS quota over period; absent when unlimited."),
 		throttledRatio: gauge("container_cpu_throttled_ratio", "Share of the interval's runnable CFS periods that were throttled (0-1)."),
@@ -79,6 +109,7 @@ func newMetrics() *Metrics {
 		pressure:       gauge("container_pressure_stalled_ratio", "PSI: share of the interval some or all tasks stalled on a resource (0-1); cgroup v2 only.", "resource", "kind"),
 	}
 	m.reg.MustRegister(m.passDuration, m.tracked, m.readErrors, m.gone, m.findErrors,
+		m.decisions, m.outcomes, m.appliedLatency, m.budgetHits, m.resizesLastHour,
 		m.cpuUsage, m.cpuLimit, m.throttledRatio, m.throttledRate, m.workingSet, m.memoryLimit, m.headroom, m.oomKills, m.pressure,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -32,13 +33,15 @@ func CheckNode(ctx context.Context, client kubernetes.Interface, node string) er
 // re-lists and re-watches by itself after client timeouts and API server
 // restarts. WatchPods returns once the initial list is in (and marks a
 // synced), or with an error if that takes longer than syncTimeout; the
-// informer runs until ctx is done.
-func WatchPods(ctx context.Context, client kubernetes.Interface, node string, a *Agent, syncTimeout time.Duration) error {
+// informer runs until ctx is done. The returned lister reads the informer's
+// cache of the node's pods (the Decider plans from it).
+func WatchPods(ctx context.Context, client kubernetes.Interface, node string, a *Agent, syncTimeout time.Duration) (corelisters.PodLister, error) {
 	factory := informers.NewSharedInformerFactoryWithOptions(client, 0,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 			o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", node).String()
 		}))
-	inf := factory.Core().V1().Pods().Informer()
+	podInformer := factory.Core().V1().Pods()
+	inf := podInformer.Informer()
 	// Handlers only record what the pod says; the loop acts on it.
 	_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { upsert(a, obj) },
@@ -53,20 +56,39 @@ func WatchPods(ctx context.Context, client kubernetes.Interface, node string, a 
 		},
 	})
 	if err != nil {
-		return fmt.Errorf("watching pods of node %s: %w", node, err)
+		return nil, fmt.Errorf("watching pods of node %s: %w", node, err)
 	}
 	factory.Start(ctx.Done())
 	syncCtx, cancel := context.WithTimeout(ctx, syncTimeout)
 	defer cancel()
 	if !cache.WaitForCacheSync(syncCtx.Done(), inf.HasSynced) {
-		return fmt.Errorf("listing pods of node %s: not done after %v: %w", node, syncTimeout, context.Cause(syncCtx))
+		return nil, fmt.Errorf("listing pods of node %s: not done after %v: %w", node, syncTimeout, context.Cause(syncCtx))
 	}
 	a.SetSynced()
-	return nil
+	return podInformer.Lister(), nil
 }
 
 func upsert(a *Agent, obj any) {
 	if pod, ok := obj.(*corev1.Pod); ok {
 		a.UpsertPod(pod)
 	}
+}
+
+// WatchNode runs an informer over the one node and returns a function that
+// reads it from the informer's cache, for its allocatable.
+func WatchNode(ctx context.Context, client kubernetes.Interface, node string, syncTimeout time.Duration) (func() (*corev1.Node, error), error) {
+	factory := informers.NewSharedInformerFactoryWithOptions(client, 0,
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", node).String()
+		}))
+	nodes := factory.Core().V1().Nodes()
+	inf := nodes.Informer()
+	factory.Start(ctx.Done())
+	syncCtx, cancel := context.WithTimeout(ctx, syncTimeout)
+	defer cancel()
+	if !cache.WaitForCacheSync(syncCtx.Done(), inf.HasSynced) {
+		return nil, fmt.Errorf("watching node %s: not listed after %v: %w", node, syncTimeout, context.Cause(syncCtx))
+	}
+	lister := nodes.Lister()
+	return func() (*corev1.Node, error) { return lister.Get(node) }, nil
 }

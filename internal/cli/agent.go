@@ -14,12 +14,20 @@ import (
 	"github.com/go-logr/logr/funcr"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
+	policyclient "github.com/snug-dev/snug/api/v1alpha1/client"
 	"github.com/snug-dev/snug/internal/agent"
 	"github.com/snug-dev/snug/internal/cgroup"
+	"github.com/snug-dev/snug/internal/recommend"
 )
 
 // agentOptions configures `snug agent`.
@@ -41,16 +49,26 @@ type agentOptions struct {
 	Verbosity int
 	// APITimeout bounds the start-up checks against the API server.
 	APITimeout time.Duration
+	// Autoscale turns the decision step on: pods under a SnugPolicy are
+	// resized in place.
+	Autoscale bool
+	// DryRun decides and logs, but never patches a pod.
+	DryRun bool
+	// CPUHalfLife is the half-life of the CPU usage percentiles
+	// (cluster-wide tuning; the policy's behavior tunes the rest).
+	CPUHalfLife time.Duration
 }
 
 func newAgentOptions() *agentOptions {
 	c := agent.NewConfig()
 	return &agentOptions{
-		Interval:   c.Interval,
-		History:    c.HistorySize,
-		Listen:     "127.0.0.1:9464",
-		CgroupRoot: c.CgroupRoot,
-		APITimeout: 15 * time.Second,
+		Interval:    c.Interval,
+		History:     c.HistorySize,
+		Listen:      "127.0.0.1:9464",
+		CgroupRoot:  c.CgroupRoot,
+		APITimeout:  15 * time.Second,
+		Autoscale:   true,
+		CPUHalfLife: recommend.DefaultConfig().CPUHalfLife,
 	}
 }
 
@@ -63,6 +81,9 @@ func (o *agentOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.CgroupRoot, "cgroup-root", o.CgroupRoot, "where the cgroup hierarchies are mounted")
 	fs.IntVarP(&o.Verbosity, "v", "v", o.Verbosity, "log verbosity; 1 logs each container tracked, gone or not found")
 	fs.DurationVar(&o.APITimeout, "api-timeout", o.APITimeout, "how long to wait for the API server at start-up")
+	fs.BoolVar(&o.Autoscale, "autoscale", o.Autoscale, "decide and resize in place the pods that a SnugPolicy covers (false: only sample)")
+	fs.BoolVar(&o.DryRun, "dry-run", o.DryRun, "decide and log resizes, but never patch a pod")
+	fs.DurationVar(&o.CPUHalfLife, "cpu-half-life", o.CPUHalfLife, "half-life of the CPU usage percentiles behind grows and shrinks that are not starvation (1s to 24h)")
 }
 
 func (o *agentOptions) config() agent.Config {
@@ -90,6 +111,12 @@ func (o *agentOptions) Validate() error {
 	if o.APITimeout <= 0 {
 		errs = append(errs, errors.New("--api-timeout must be positive"))
 	}
+	if o.CPUHalfLife < time.Second || o.CPUHalfLife > 24*time.Hour {
+		errs = append(errs, fmt.Errorf("--cpu-half-life %v is out of range [1s, 24h]", o.CPUHalfLife))
+	}
+	if o.DryRun && !o.Autoscale {
+		errs = append(errs, errors.New("--dry-run needs --autoscale"))
+	}
 	return errors.Join(errs...)
 }
 
@@ -97,7 +124,7 @@ func newAgentCommand(stdout, stderr io.Writer) *cobra.Command {
 	o := newAgentOptions()
 	cmd := &cobra.Command{
 		Use:   "agent --node NAME",
-		Short: "Sample every container of one node from its cgroups every second; serve /metrics and a JSON API",
+		Short: "Sample every container of one node from its cgroups every second, resize in place the pods a SnugPolicy covers; serve /metrics and a JSON API",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.Validate(); err != nil {
@@ -160,11 +187,25 @@ func runAgent(ctx context.Context, o *agentOptions, stdout, stderr io.Writer) er
 		_ = srv.Shutdown(sctx)
 	}()
 
-	if err := agent.WatchPods(ctx, client, o.Node, a, o.APITimeout); err != nil {
+	pods, err := agent.WatchPods(ctx, client, o.Node, a, o.APITimeout)
+	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "snug agent: node %s, cgroups %s at %s, every %v, %d points per container, serving http://%s\n",
-		o.Node, layout, o.CgroupRoot, o.Interval, o.History, ln.Addr())
+	autoscale := "off"
+	if o.Autoscale {
+		d, stopEvents, err := startDecider(ctx, log, o, a, client, pods)
+		if err != nil {
+			return err
+		}
+		defer stopEvents()
+		defer d.Wait()
+		autoscale = "on"
+		if o.DryRun {
+			autoscale = "dry run"
+		}
+	}
+	fmt.Fprintf(stdout, "snug agent: node %s, cgroups %s at %s, every %v, %d points per container, autoscale %s, serving http://%s\n",
+		o.Node, layout, o.CgroupRoot, o.Interval, o.History, autoscale, ln.Addr())
 	loopErr := make(chan error, 1)
 	go func() { loopErr <- a.Run(ctx) }()
 	select {
@@ -181,9 +222,44 @@ func runAgent(ctx context.Context, o *agentOptions, stdout, stderr io.Writer) er
 	return nil
 }
 
-// newClient builds a clientset from kubeconfig, or from the default rules
-// when it is empty.
-func newClient(kubeconfig string) (*kubernetes.Clientset, error) {
+// startDecider watches the node and the SnugPolicies and installs the
+// decision step. The returned function stops the event broadcaster.
+func startDecider(ctx context.Context, log logr.Logger, o *agentOptions, a *agent.Agent, client *kubernetes.Clientset, pods corelisters.PodLister) (*agent.Decider, func(), error) {
+	node, err := agent.WatchNode(ctx, client, o.Node, o.APITimeout)
+	if err != nil {
+		return nil, nil, err
+	}
+	rc, err := restConfig(o.Kubeconfig)
+	if err != nil {
+		return nil, nil, err
+	}
+	pc, err := policyclient.NewForConfig(rc)
+	if err != nil {
+		return nil, nil, fmt.Errorf("making a policy client: %w", err)
+	}
+	policies, err := agent.WatchPolicies(ctx, pc, o.APITimeout)
+	if err != nil {
+		// Not fatal: the CRD may be installed later.
+		log.Error(err, "no SnugPolicies yet; retrying in the background")
+	}
+	b := record.NewBroadcaster(record.WithContext(ctx))
+	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+	cfg := recommend.DefaultConfig()
+	cfg.CPUHalfLife = o.CPUHalfLife
+	d, err := a.Decide(agent.DeciderConfig{
+		Pods: pods, Node: node, Policies: policies, Client: client,
+		Send: agent.PatchResize(client), DryRun: o.DryRun,
+		Recorder:  b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "snug-agent", Host: o.Node}),
+		Recommend: cfg,
+	})
+	if err != nil {
+		b.Shutdown()
+		return nil, nil, err
+	}
+	return d, b.Shutdown, nil
+}
+
+func restConfig(kubeconfig string) (*rest.Config, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = kubeconfig
 	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, nil).ClientConfig()
@@ -191,6 +267,16 @@ func newClient(kubeconfig string) (*kubernetes.Clientset, error) {
 		return nil, fmt.Errorf("loading kubeconfig: %w", err)
 	}
 	cfg.UserAgent = "snug-agent"
+	return cfg, nil
+}
+
+// newClient builds a clientset from kubeconfig, or from the default rules
+// when it is empty.
+func newClient(kubeconfig string) (*kubernetes.Clientset, error) {
+	cfg, err := restConfig(kubeconfig)
+	if err != nil {
+		return nil, err
+	}
 	c, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("making a client: %w", err)

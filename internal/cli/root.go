@@ -64,6 +64,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	root.SetErr(stderr)
 	root.AddCommand(newLabCommand(stdout, stderr), newDemoCommand(stdout, stderr),
 		newAgentCommand(stdout, stderr), newBenchCommand(stdout, stderr),
-		newResizeCommand(stdout), newStatusCommand(stdout), newTraceCommand(stdout, stderr))
+		newResizeCommand(stdout), newStatusCommand(stdout), newTraceCommand(stdout, stderr),
+		newControllerCommand())
 	return root
 }

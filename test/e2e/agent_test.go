@@ -165,7 +165,7 @@ type agentProc struct {
 	log        *bytes.Buffer
 }
 
-func startAgent(t *testing.T) *agentProc {
+func startAgent(t *testing.T, extraArgs ...string) *agentProc {
 	t.Helper()
 	bin := os.Getenv("SNUG_BIN")
 	if bin == "" {
@@ -173,8 +173,8 @@ func startAgent(t *testing.T) *agentProc {
 	}
 	addr := freeAddr(t)
 	log := &bytes.Buffer{}
-	cmd := exec.Command(filepath.Join(bin, "snug"), "agent", "--node", labOpts.NodeName,
-		"--kubeconfig", labOpts.Kubeconfig(), "--listen", addr, "-v", "1")
+	cmd := exec.Command(filepath.Join(bin, "snug"), append([]string{"agent", "--node", labOpts.NodeName,
+		"--kubeconfig", labOpts.Kubeconfig(), "--listen", addr, "-v", "1"}, extraArgs...)...)
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting snug agent: %v", err)
@@ -301,6 +301,7 @@ func cpuTicks(t *testing.T, pid int) uint64 {
 // loadPod is a snug-load pod whose targets follow LoadDir/<name>.
 type loadPod struct {
 	name                                       string
+	labels                                     map[string]string
 	cpuRequest, cpuLimit, memRequest, memLimit string
 	args, command                              []string
 }
@@ -321,7 +322,7 @@ func createLoadPod(t *testing.T, ns string, lp loadPod) string {
 	grace := int64(2)
 	hostPathType := corev1.HostPathDirectory
 	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: lp.name},
+		ObjectMeta: metav1.ObjectMeta{Name: lp.name, Labels: lp.labels},
 		Spec: corev1.PodSpec{
 			RestartPolicy:                 corev1.RestartPolicyNever,
 			TerminationGracePeriodSeconds: &grace,

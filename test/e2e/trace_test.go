@@ -77,26 +77,6 @@ func resizeCPU(t *testing.T, ns, name, req, lim string) {
 	}
 }
 
-// waitEvent polls until the pod has an event with the reason.
-func waitEvent(t *testing.T, ns, pod, reason string) {
-	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, traceTimeout, true, func(ctx context.Context) (bool, error) {
-		evs, err := client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + pod})
-		if err != nil {
-			return false, nil
-		}
-		for _, e := range evs.Items {
-			if e.Reason == reason {
-				return true, nil
-			}
-		}
-		return false, nil
-	})
-	if err != nil {
-		t.Fatalf("waiting for event %s of pod %s: %v", reason, pod, err)
-	}
-}
-
 // firstAt is the time of the first sample of the pod for which cond holds
 // on its container "app".
 func firstAt(rec *trace.Recording, pod string, cond func(trace.Container) bool) (time.Time, bool) {

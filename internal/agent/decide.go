@@ -1,0 +1,667 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+
+	"github.com/snug-dev/snug/api/v1alpha1"
+	"github.com/snug-dev/snug/internal/recommend"
+	"github.com/snug-dev/snug/internal/resize"
+)
+
+// DefaultResizeTimeout is how long a sent resize may take to show an
+// outcome in the pod's status before it counts as a Timeout; the
+// recommender's InFlightTimeout.
+const DefaultResizeTimeout = 30 * time.Second
+
+// DeciderConfig is what a Decider needs.
+type DeciderConfig struct {
+	// Pods reads the node's pods (WatchPods' lister). Required.
+	Pods corelisters.PodLister
+	// Node returns the agent's node, for its allocatable. Required.
+	Node func() (*corev1.Node, error)
+	// Policies lists the SnugPolicies (WatchPolicies). Required.
+	Policies PolicyLister
+	// Client follows pods' owner chains (ReplicaSet -> Deployment,
+	// Job -> CronJob) for policies with a targetRef. Nil leaves pods
+	// owned by a ReplicaSet or Job matched to those only.
+	Client kubernetes.Interface
+	// Send sends a plan's patch. Nil, or DryRun, never patches.
+	Send SendFunc
+	// DryRun decides and logs, but never patches.
+	DryRun bool
+	// Recorder records events on pods; nil records none.
+	Recorder record.EventRecorder
+	// Recommend is the recommender configuration a policy's behavior is
+	// applied to. Its cluster-wide fields (half-lives) come from flags.
+	Recommend recommend.Config
+	// ResizeTimeout bounds the wait for a sent resize's outcome.
+	// 0 means DefaultResizeTimeout.
+	ResizeTimeout time.Duration
+	// PollInterval is how often a sent resize looks at the pod cache for its
+	// outcome. 0 means 50ms.
+	PollInterval time.Duration
+}
+
+// Decider is the agent's decision step: an Observer that feeds every sample
+// of a container under a SnugPolicy to internal/recommend, plans each
+// resizing decision with internal/resize against the node's room, sends it
+// off the loop goroutine (one resize in flight per pod) and feeds the
+// outcome back. Create it with Agent.Decide before Run.
+//
+// Observe and PassDone run on the agent's loop goroutine and own the
+// recommender state; sends run on their own goroutines and report back
+// through a channel drained on the loop goroutine. Views (for the JSON API)
+// are safe for concurrent use.
+type Decider struct {
+	cfg     DeciderConfig
+	clock   clock.WithTicker
+	metrics *Metrics
+	owners  *ownerResolver
+
+	// Loop-only.
+	pods    map[types.UID]*podState
+	results chan sendResult
+	wg      sync.WaitGroup
+
+	viewMu sync.RWMutex
+	views  map[key]*AutoscaleJSON
+}
+
+// podState is the recommender state of one pod under one policy.
+type podState struct {
+	ns, name  string
+	uid       types.UID
+	policy    string // namespace/name
+	policyKey string // uid/generation: a changed policy starts afresh
+	mode      v1alpha1.UpdateMode
+	ignoreOOM bool
+	rec       *recommend.Pod
+	opts      resize.Options
+
+	containers map[string]*containerState
+	// wanted is set when a container's decision of this pass resizes;
+	// decidedAt is the time of the earliest such sample.
+	wanted    bool
+	decidedAt time.Time
+	inFlight  bool
+	resizes   []ResizeJSON
+}
+
+type containerState struct {
+	rc          *recommend.Container
+	rules       containerRules
+	containerID string
+	last        recommend.Decision
+	lastTime    time.Time
+	lastChange  *DecisionJSON
+	logged      [2]recommend.Change // last logged cpu and memory change
+	wsBytes     int64
+	cpuMillis   int64
+}
+
+// sendJob is one resize handed to a send goroutine.
+type sendJob struct {
+	uid       types.UID
+	pod       *corev1.Pod
+	patch     []byte
+	decidedAt time.Time
+	plan      *resize.Plan
+	caps      []recommend.Cap
+	summary   string
+}
+
+type sendResult struct {
+	job        sendJob
+	outcome    resize.Outcome
+	err        error
+	message    string
+	sentAt     time.Time
+	patchedAt  time.Time
+	finishedAt time.Time
+	reverted   bool
+}
+
+// Decide makes the agent's Decider and installs it as the Observer. Call it
+// before Run.
+func (a *Agent) Decide(cfg DeciderConfig) (*Decider, error) {
+	if cfg.Pods == nil || cfg.Node == nil || cfg.Policies == nil {
+		return nil, errors.New("configuring the decider: pods, node and policies are required")
+	}
+	if err := cfg.Recommend.Validate(); err != nil {
+		return nil, fmt.Errorf("configuring the decider: %w", err)
+	}
+	if cfg.ResizeTimeout <= 0 {
+		cfg.ResizeTimeout = DefaultResizeTimeout
+	}
+	if cfg.PollInterval <= 0 {
+		cfg.PollInterval = 50 * time.Millisecond
+	}
+	d := &Decider{
+		cfg: cfg, clock: a.clock, metrics: a.metrics, owners: newOwnerResolver(cfg.Client),
+		pods: map[types.UID]*podState{}, results: make(chan sendResult, 256),
+		views: map[key]*AutoscaleJSON{},
+	}
+	a.cfg.Observer = d
+	a.decider = d
+	return d, nil
+}
+
+// Wait waits for the resizes in flight to finish (they end with their
+// context).
+func (d *Decider) Wait() { d.wg.Wait() }
+
+// Observe implements Observer.
+func (d *Decider) Observe(ctx context.Context, ref ContainerRef, p Point) {
+	k := key{ref.PodUID, ref.Container}
+	pod, err := d.cfg.Pods.Pods(ref.Namespace).Get(ref.Pod)
+	if err != nil || pod.UID != ref.PodUID {
+		return
+	}
+	policies := d.cfg.Policies.List()
+	var w workload
+	if needsOwner(policies, pod.Namespace) {
+		var ok bool
+		if w, ok = d.owners.get(ctx, pod); !ok {
+			return // resolving; next sample
+		}
+	}
+	pol := matchPolicy(policies, pod, w)
+	if pol == nil {
+		if _, ok := d.pods[pod.UID]; ok {
+			delete(d.pods, pod.UID)
+		}
+		d.setView(k, nil)
+		return
+	}
+	if ref.QOSClass == corev1.PodQOSBestEffort {
+		d.setView(k, &AutoscaleJSON{
+			Policy: pol.Namespace + "/" + pol.Name, UpdateMode: string(updateMode(pol)),
+			Note: "BestEffort: left alone (a request would change its QoS class)",
+		})
+		return
+	}
+	log := logr.FromContextOrDiscard(ctx).WithValues("pod", pod.Namespace+"/"+pod.Name, "container", ref.Container)
+	st := d.pods[pod.UID]
+	if pk := string(pol.UID) + "/" + fmt.Sprint(pol.Generation); st == nil || st.policyKey != pk {
+		cfg, opts, err := behaviorConfig(d.cfg.Recommend, pol)
+		var rec *recommend.Pod
+		if err == nil {
+			rec, err = recommend.NewPod(cfg)
+		}
+		if err != nil {
+			if st == nil || st.policyKey != "bad/"+pk {
+				log.Error(err, "using policy", "policy", pol.Namespace+"/"+pol.Name)
+			}
+			// Kept (with no recommender) so the error is logged once per
+			// policy generation, not every second.
+			d.pods[pod.UID] = &podState{ns: pod.Namespace, name: pod.Name, uid: pod.UID, policyKey: "bad/" + pk}
+			return
+		}
+		st = &podState{
+			ns: pod.Namespace, name: pod.Name, uid: pod.UID,
+			policy: pol.Namespace + "/" + pol.Name, policyKey: pk, mode: updateMode(pol),
+			ignoreOOM: ignoresOOMKills(pol), rec: rec, opts: opts,
+			containers: map[string]*containerState{},
+		}
+		d.pods[pod.UID] = st
+	} else if st.rec == nil {
+		return // policy known to be unusable
+	}
+	cs := st.containers[ref.Container]
+	if cs == nil {
+		rules := rulesFor(containerPolicy(pol, ref.Container))
+		rc, err := st.rec.AddContainer(ref.Container, rules.Bounds, nil)
+		if err != nil {
+			log.Error(err, "starting to recommend")
+			return
+		}
+		cs = &containerState{rc: rc, rules: rules}
+		st.containers[ref.Container] = cs
+	}
+	status := containerStatus(pod, ref.Container)
+	if cs.containerID != "" && cs.containerID != ref.ContainerID && status != nil && !st.ignoreOOM {
+		if t := status.LastTerminationState.Terminated; t != nil && t.Reason == "OOMKilled" {
+			log.Info("container was oom-killed and restarted; growing memory")
+			cs.rc.OOMKilled()
+		}
+	}
+	cs.containerID = ref.ContainerID
+
+	dec := cs.rc.Observe(p.Time, p.Signals, actualResources(pod, ref.Container, status))
+	cs.last, cs.lastTime = dec, p.Time
+	cs.wsBytes = int64(p.MemoryWorkingSetBytes)
+	if p.HasRate {
+		cs.cpuMillis = int64(p.CPUUsageMillicores)
+	}
+	for i, ch := range [2]recommend.Change{dec.CPU, dec.Memory} {
+		res := [2]string{"cpu", "memory"}[i]
+		if ch.Action != recommend.Hold {
+			d.metrics.decisions.WithLabelValues(ch.Action.String(), res).Inc()
+		}
+		if ch.Reason.Why == recommend.WhyBudget {
+			d.metrics.budgetHits.Inc()
+		}
+	}
+	if dec.Resize() {
+		dj := decisionJSON(p.Time, dec)
+		cs.lastChange = &dj
+		// Log each new wish at V(0); the same wish repeated (recommend-only
+		// modes, dry runs) at V(1).
+		v := 1
+		if cs.logged != [2]recommend.Change{sameWish(dec.CPU), sameWish(dec.Memory)} {
+			cs.logged = [2]recommend.Change{sameWish(dec.CPU), sameWish(dec.Memory)}
+			v = 0
+		}
+		log.V(v).Info("decision", "decision", dec.String(), "policy", st.policy, "updateMode", st.mode, "dryRun", d.cfg.DryRun, "containerMode", containerModeString(cs.rules))
+		if !cs.rules.Off {
+			if !st.wanted || p.Time.Before(st.decidedAt) {
+				st.decidedAt = p.Time
+			}
+			st.wanted = true
+		}
+	}
+	d.updateView(k, st, cs, p.Time)
+}
+
+// sameWish strips what changes every second from a change, for comparing
+// wishes.
+func sameWish(c recommend.Change) recommend.Change {
+	return recommend.Change{Action: c.Action, Request: c.Request}
+}
+
+func containerModeString(r containerRules) string {
+	if r.Off {
+		return string(v1alpha1.ContainerScalingModeOff)
+	}
+	return string(v1alpha1.ContainerScalingModeAuto)
+}
+
+// PassDone implements PassObserver: it takes in the outcomes of finished
+// resizes, forgets pods that are gone, and plans and sends one resize per
+// pod whose containers asked for one in this pass.
+func (d *Decider) PassDone(ctx context.Context) {
+	log := logr.FromContextOrDiscard(ctx)
+	d.drain(ctx, log)
+	now := d.clock.Now()
+	for uid, st := range d.pods {
+		pod, err := d.cfg.Pods.Pods(st.ns).Get(st.name)
+		if err != nil || pod.UID != uid {
+			delete(d.pods, uid)
+			d.owners.forget(uid)
+			d.dropViews(uid)
+			continue
+		}
+		if !st.wanted || st.rec == nil {
+			continue
+		}
+		st.wanted = false
+		if st.inFlight || !actuates(st.mode) || d.cfg.DryRun || d.cfg.Send == nil {
+			continue
+		}
+		d.plan(ctx, log, st, pod, now)
+	}
+}
+
+// plan plans the pod's wished resize and sends it.
+func (d *Decider) plan(ctx context.Context, log logr.Logger, st *podState, pod *corev1.Pod, now time.Time) {
+	log = log.WithValues("pod", st.ns+"/"+st.name)
+	var wish resize.Wish
+	usage := map[string]resize.Usage{}
+	names := make([]string, 0, len(st.containers))
+	for name := range st.containers {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	var why []string
+	for _, name := range names {
+		cs := st.containers[name]
+		usage[name] = resize.Usage{CPUMillis: cs.cpuMillis, MemoryWorkingSetBytes: cs.wsBytes, MemoryPeakBytes: cs.rc.MemoryPeakBytes(now)}
+		if cs.rules.Off {
+			continue
+		}
+		t := corev1.ResourceList{}
+		if c := cs.last.CPU; c.Action != recommend.Hold {
+			t[corev1.ResourceCPU] = *resource.NewMilliQuantity(c.Request, resource.DecimalSI)
+			why = append(why, fmt.Sprintf("%s cpu %s: %s", name, c.Action, c.Reason))
+		}
+		if c := cs.last.Memory; c.Action != recommend.Hold {
+			t[corev1.ResourceMemory] = *resource.NewQuantity(c.Request, resource.BinarySI)
+			why = append(why, fmt.Sprintf("%s memory %s: %s", name, c.Action, c.Reason))
+		}
+		if len(t) == 0 {
+			continue
+		}
+		pol := cs.rules.Policy
+		wish.Containers = append(wish.Containers, resize.ContainerWish{Name: name, Target: t, Policy: &pol})
+	}
+	if len(wish.Containers) == 0 {
+		return
+	}
+	in := resize.Input{Pod: pod, Usage: usage, Wish: wish, Options: st.opts}
+	if node, err := d.cfg.Node(); err == nil && node != nil {
+		in.NodeAllocatable = node.Status.Allocatable
+	} else {
+		log.Error(err, "reading the node; planning without node room")
+	}
+	if all, err := d.cfg.Pods.List(labels.Everything()); err == nil {
+		others := make([]corev1.Pod, 0, len(all))
+		for _, p := range all {
+			others = append(others, *p)
+		}
+		in.OthersClaimed = resize.Claimed(others, pod.UID)
+	}
+	plan, err := resize.NewPlan(in)
+	if err != nil {
+		var ref *resize.Refusal
+		o := resize.Rejected
+		if errors.As(err, &ref) {
+			switch ref.Reason {
+			case resize.ReasonWouldDefer:
+				o = resize.Deferred
+			case resize.ReasonWouldBeInfeasible:
+				o = resize.Infeasible
+			}
+		}
+		st.rec.Feedback(now, recommend.Feedback{Outcome: o})
+		d.metrics.outcomes.WithLabelValues("Refused").Inc()
+		log.Info("resize refused by the planner", "err", err.Error(), "wanted", strings.Join(why, "; "))
+		d.event(pod, corev1.EventTypeWarning, ReasonResizeRefused, "snug planned no resize: "+err.Error())
+		return
+	}
+	if plan.NoOp() {
+		// Everything was cut back to what the pod has (no room on the
+		// node): tell the recommender what fits, so it stops asking.
+		st.rec.Feedback(now, recommend.Feedback{Outcome: resize.Deferred, Caps: currentCaps(pod, wish)})
+		d.metrics.outcomes.WithLabelValues("NoOp").Inc()
+		log.V(1).Info("resize planned to nothing", "notes", notes(plan))
+		return
+	}
+	job := sendJob{
+		uid: pod.UID, pod: pod, patch: plan.Patch, decidedAt: st.decidedAt, plan: plan,
+		summary: planSummary(pod, plan) + " (" + strings.Join(why, "; ") + ")",
+	}
+	if slices.ContainsFunc(plan.Notes, func(n resize.Note) bool { return n.Adjustment == resize.CappedToNodeRoom }) {
+		job.caps = planCaps(plan)
+	}
+	st.rec.Sent(now)
+	st.inFlight = true
+	d.metrics.resizesLastHour.Observe(float64(st.rec.ResizesInLastHour(now)))
+	log.Info("resizing", "plan", job.summary, "notes", notes(plan), "predicted", plan.Predicted.String())
+	d.wg.Add(1)
+	go d.send(ctx, job)
+}
+
+// send runs on its own goroutine: it sends the patch, waits for the pod's
+// status to show the outcome, reverts an Infeasible resize, and reports.
+func (d *Decider) send(ctx context.Context, job sendJob) {
+	defer d.wg.Done()
+	r := sendResult{job: job, sentAt: d.clock.Now()}
+	defer func() {
+		r.finishedAt = d.clock.Now()
+		select {
+		case d.results <- r:
+		case <-ctx.Done():
+		}
+	}()
+	got, o, err := d.cfg.Send(ctx, job.pod, job.patch)
+	r.patchedAt = d.clock.Now()
+	if err != nil {
+		r.outcome, r.err = o, err
+		return
+	}
+	gen := got.Generation
+	deadline := r.sentAt.Add(d.cfg.ResizeTimeout)
+	t := d.clock.NewTicker(d.cfg.PollInterval)
+	defer t.Stop()
+	for {
+		now := d.clock.Now()
+		pod, err := d.cfg.Pods.Pods(job.pod.Namespace).Get(job.pod.Name)
+		if err != nil || pod.UID != job.uid {
+			r.outcome, r.err = resize.Unknown, errors.New("the pod is gone")
+			return
+		}
+		if pod.Generation >= gen {
+			s := resize.State(pod, now)
+			switch s.Outcome {
+			case resize.Applied:
+				r.outcome = resize.Applied
+				return
+			case resize.Deferred, resize.Infeasible, resize.Error:
+				r.outcome, r.message = s.Outcome, s.String()
+				if c := s.Pending; c != nil {
+					r.message = c.Message
+				} else if c := s.InProgress; c != nil {
+					r.message = c.Message
+				}
+				if s.Outcome == resize.Infeasible {
+					r.reverted = d.revert(ctx, pod)
+				}
+				return
+			}
+		}
+		if !now.Before(deadline) {
+			r.outcome = resize.Timeout
+			return
+		}
+		select {
+		case <-ctx.Done():
+			r.outcome, r.err = resize.Timeout, ctx.Err()
+			return
+		case <-t.C():
+		}
+	}
+}
+
+// revert sets an Infeasible resize's spec back to the actual resources.
+func (d *Decider) revert(ctx context.Context, pod *corev1.Pod) bool {
+	patch, err := resize.Revert(pod)
+	if err != nil || patch == nil {
+		return false
+	}
+	_, _, err = d.cfg.Send(ctx, pod, patch)
+	return err == nil
+}
+
+// drain takes in the results of finished sends.
+func (d *Decider) drain(ctx context.Context, log logr.Logger) {
+	for {
+		select {
+		case r := <-d.results:
+			d.finish(log, r)
+		default:
+			return
+		}
+	}
+}
+
+func (d *Decider) finish(log logr.Logger, r sendResult) {
+	now := d.clock.Now()
+	d.metrics.outcomes.WithLabelValues(r.outcome.String()).Inc()
+	pod := r.job.pod
+	log = log.WithValues("pod", pod.Namespace+"/"+pod.Name)
+	rj := ResizeJSON{
+		Outcome: r.outcome.String(), Plan: r.job.summary, DecidedAt: r.job.decidedAt, SentAt: r.sentAt,
+		DecisionToPatchSeconds: r.patchedAt.Sub(r.job.decidedAt).Seconds(),
+		Containers:             planTargets(r.job.plan),
+	}
+	if r.outcome == resize.Applied {
+		at := r.finishedAt
+		rj.AppliedAt = &at
+		rj.DecisionToAppliedSeconds = at.Sub(r.job.decidedAt).Seconds()
+		d.metrics.appliedLatency.Observe(rj.DecisionToAppliedSeconds)
+		log.Info("resized", "plan", r.job.summary, "decisionToPatchSeconds", round3(rj.DecisionToPatchSeconds), "decisionToAppliedSeconds", round3(rj.DecisionToAppliedSeconds))
+		d.event(pod, corev1.EventTypeNormal, ReasonResized, fmt.Sprintf("snug resized %s in %.1fs", r.job.summary, rj.DecisionToAppliedSeconds))
+	} else {
+		msg := r.outcome.String()
+		if r.err != nil {
+			msg += ": " + r.err.Error()
+		} else if r.message != "" {
+			msg += ": " + r.message
+		}
+		if r.reverted {
+			msg += "; spec reverted to the actual resources"
+		}
+		rj.Message = msg
+		log.Info("resize not applied", "outcome", r.outcome.String(), "message", msg, "plan", r.job.summary)
+		d.event(pod, corev1.EventTypeWarning, ReasonResizeRefused, fmt.Sprintf("snug's resize %s: %s", r.job.summary, msg))
+	}
+	st := d.pods[r.job.uid]
+	if st == nil || st.rec == nil {
+		return
+	}
+	st.inFlight = false
+	fb := recommend.Feedback{Outcome: r.outcome, Caps: r.job.caps}
+	if r.outcome == resize.Unknown {
+		fb.Outcome = resize.Timeout
+	}
+	if r.outcome == resize.Applied {
+		fb.Caps = nil
+	}
+	st.rec.Feedback(now, fb)
+	// Views share st.resizes' array up to their length: append only, and
+	// trim into a fresh array.
+	st.resizes = append(st.resizes, rj)
+	if len(st.resizes) > maxResizesKept {
+		st.resizes = slices.Clone(st.resizes[len(st.resizes)-maxResizesKept:])
+	}
+	for name, cs := range st.containers {
+		d.updateView(key{st.uid, name}, st, cs, now)
+	}
+}
+
+// maxResizesKept is how many recent resizes a pod's view lists.
+const maxResizesKept = 16
+
+func (d *Decider) event(pod *corev1.Pod, typ, reason, msg string) {
+	if d.cfg.Recorder == nil {
+		return
+	}
+	d.cfg.Recorder.Event(&corev1.ObjectReference{
+		Kind: "Pod", APIVersion: "v1", Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID,
+	}, typ, reason, msg)
+}
+
+func containerStatus(pod *corev1.Pod, name string) *corev1.ContainerStatus {
+	for _, list := range [][]corev1.ContainerStatus{pod.Status.ContainerStatuses, pod.Status.InitContainerStatuses} {
+		for i := range list {
+			if list[i].Name == name {
+				return &list[i]
+			}
+		}
+	}
+	return nil
+}
+
+// actualResources are the container's actual requests and limits
+// (status.containerStatuses[].resources), or its spec when the node does
+// not report them.
+func actualResources(pod *corev1.Pod, name string, st *corev1.ContainerStatus) recommend.Resources {
+	var rr *corev1.ResourceRequirements
+	if st != nil && st.Resources != nil {
+		rr = st.Resources
+	} else {
+		for _, list := range [][]corev1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
+			for i := range list {
+				if list[i].Name == name {
+					rr = &list[i].Resources
+				}
+			}
+		}
+	}
+	if rr == nil {
+		return recommend.Resources{}
+	}
+	var r recommend.Resources
+	if q, ok := rr.Requests[corev1.ResourceCPU]; ok {
+		r.CPURequestMillis = q.MilliValue()
+	}
+	if q, ok := rr.Limits[corev1.ResourceCPU]; ok {
+		r.CPULimitMillis = q.MilliValue()
+	}
+	if q, ok := rr.Requests[corev1.ResourceMemory]; ok {
+		r.MemRequestBytes = q.Value()
+	}
+	if q, ok := rr.Limits[corev1.ResourceMemory]; ok {
+		r.MemLimitBytes = q.Value()
+	}
+	return r
+}
+
+// currentCaps are the current requests of the wished containers.
+func currentCaps(pod *corev1.Pod, w resize.Wish) []recommend.Cap {
+	var caps []recommend.Cap
+	for _, c := range w.Containers {
+		r := actualResources(pod, c.Name, containerStatus(pod, c.Name))
+		caps = append(caps, recommend.Cap{Container: c.Name, CPUMillis: r.CPURequestMillis, MemBytes: r.MemRequestBytes})
+	}
+	return caps
+}
+
+// planCaps are a plan's new requests, the most the node had room for.
+func planCaps(p *resize.Plan) []recommend.Cap {
+	var caps []recommend.Cap
+	for _, c := range p.Containers {
+		cp := recommend.Cap{Container: c.Name}
+		if q, ok := c.Requests[corev1.ResourceCPU]; ok {
+			cp.CPUMillis = q.MilliValue()
+		}
+		if q, ok := c.Requests[corev1.ResourceMemory]; ok {
+			cp.MemBytes = q.Value()
+		}
+		caps = append(caps, cp)
+	}
+	return caps
+}
+
+// planSummary says what a plan changes: "app cpu 50m/100m -> 125m/250m".
+func planSummary(pod *corev1.Pod, p *resize.Plan) string {
+	var parts []string
+	for _, c := range p.Containers {
+		var old corev1.ResourceRequirements
+		if st := containerStatus(pod, c.Name); st != nil && st.Resources != nil {
+			old = *st.Resources
+		}
+		for _, res := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+			or, ol := old.Requests[res], old.Limits[res]
+			nr, nl := c.Requests[res], c.Limits[res]
+			if or.Cmp(nr) == 0 && ol.Cmp(nl) == 0 {
+				continue
+			}
+			parts = append(parts, fmt.Sprintf("%s %s %s/%s -> %s/%s", c.Name, res, qty(or), qty(ol), qty(nr), qty(nl)))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+func qty(q resource.Quantity) string {
+	if q.IsZero() {
+		return "-"
+	}
+	return q.String()
+}
+
+func notes(p *resize.Plan) string {
+	var s []string
+	for _, n := range p.Notes {
+		s = append(s, n.String())
+	}
+	return strings.Join(s, "; ")
+}
+
+func round3(f float64) float64 { return float64(int64(f*1000+0.5)) / 1000 }

@@ -1,0 +1,423 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
+
+	"github.com/snug-dev/snug/api/v1alpha1"
+	"github.com/snug-dev/snug/internal/cgroup"
+	"github.com/snug-dev/snug/internal/recommend"
+	"github.com/snug-dev/snug/internal/resize"
+)
+
+// testPod is a running single-container pod with actual resources equal to
+// its spec, as a resize-capable kubelet reports them.
+func testPod(name string, labels map[string]string, req, lim corev1.ResourceList) *corev1.Pod {
+	rr := corev1.ResourceRequirements{Requests: req, Limits: lim}
+	qos := corev1.PodQOSBurstable
+	switch {
+	case len(req) == 0 && len(lim) == 0:
+		qos = corev1.PodQOSBestEffort
+	case len(lim) == 2 && req.Cpu().Cmp(*lim.Cpu()) == 0 && req.Memory().Cmp(*lim.Memory()) == 0:
+		qos = corev1.PodQOSGuaranteed
+	}
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: types.UID(name + "-uid"), Labels: labels, Generation: 1},
+		Spec:       corev1.PodSpec{NodeName: "n", Containers: []corev1.Container{{Name: "app", Resources: *rr.DeepCopy()}}},
+		Status: corev1.PodStatus{
+			Phase: corev1.PodRunning, QOSClass: qos, ObservedGeneration: 1,
+			ContainerStatuses: []corev1.ContainerStatus{{
+				Name: "app", ContainerID: "containerd://1", Resources: rr.DeepCopy(),
+				State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}},
+			}},
+		},
+	}
+}
+
+func rl(cpu, mem string) corev1.ResourceList {
+	l := corev1.ResourceList{}
+	if cpu != "" {
+		l[corev1.ResourceCPU] = resource.MustParse(cpu)
+	}
+	if mem != "" {
+		l[corev1.ResourceMemory] = resource.MustParse(mem)
+	}
+	return l
+}
+
+type policyList []*v1alpha1.SnugPolicy
+
+func (p policyList) List() []*v1alpha1.SnugPolicy { return p }
+
+func selectorPolicy(name string, mode v1alpha1.UpdateMode) *v1alpha1.SnugPolicy {
+	return &v1alpha1.SnugPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: types.UID(name), Generation: 1},
+		Spec: v1alpha1.SnugPolicySpec{
+			Selector:     &metav1.LabelSelector{MatchLabels: map[string]string{"app": "load"}},
+			UpdatePolicy: &v1alpha1.PodUpdatePolicy{UpdateMode: mode},
+		},
+	}
+}
+
+// fakeKubelet stands in for the API server and kubelet in the Decider's
+// pure logic: Send records the patch and stores the pod with the plan's
+// values as spec and actual resources.
+type fakeKubelet struct {
+	mu      sync.Mutex
+	store   cache.Indexer
+	patches [][]byte
+	sent    chan struct{}
+}
+
+func (f *fakeKubelet) send(_ context.Context, pod *corev1.Pod, patch []byte) (*corev1.Pod, resize.Outcome, error) {
+	f.mu.Lock()
+	f.patches = append(f.patches, patch)
+	f.mu.Unlock()
+	var ops []struct {
+		Op, Path string
+		Value    any
+	}
+	if err := json.Unmarshal(patch, &ops); err != nil {
+		return nil, resize.Rejected, err
+	}
+	p := pod.DeepCopy()
+	for _, op := range ops {
+		if op.Op != "replace" && op.Op != "add" {
+			continue
+		}
+		var kind, res string
+		// /spec/containers/0/resources/{requests,limits}/{cpu,memory}
+		if _, err := fmtSscan(op.Path, &kind, &res); err != nil {
+			continue
+		}
+		q := resource.MustParse(op.Value.(string))
+		l := p.Spec.Containers[0].Resources.Requests
+		sl := p.Status.ContainerStatuses[0].Resources.Requests
+		if kind == "limits" {
+			l, sl = p.Spec.Containers[0].Resources.Limits, p.Status.ContainerStatuses[0].Resources.Limits
+		}
+		l[corev1.ResourceName(res)], sl[corev1.ResourceName(res)] = q, q
+	}
+	p.Generation++
+	p.Status.ObservedGeneration = p.Generation
+	p.Status.ContainerStatuses[0].AllocatedResources = p.Spec.Containers[0].Resources.Requests.DeepCopy()
+	_ = f.store.Update(p)
+	f.sent <- struct{}{}
+	return p, resize.Applied, nil
+}
+
+func fmtSscan(path string, kind, res *string) (int, error) {
+	const prefix = "/spec/containers/0/resources/"
+	if len(path) <= len(prefix) || path[:len(prefix)] != prefix {
+		return 0, errNoMatch
+	}
+	rest := path[len(prefix):]
+	for i := range rest {
+		if rest[i] == '/' {
+			*kind, *res = rest[:i], rest[i+1:]
+			return 2, nil
+		}
+	}
+	return 0, errNoMatch
+}
+
+var errNoMatch = &json.UnsupportedValueError{Str: "no match"}
+
+func newTestDecider(t *testing.T, dryRun bool, pods []*corev1.Pod, policies ...*v1alpha1.SnugPolicy) (*Agent, *Decider, *fakeKubelet) {
+	t.Helper()
+	store := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	for _, p := range pods {
+		if err := store.Add(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := NewConfig()
+	cfg.Node = "n"
+	a, err := New(cfg, clock.RealClock{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fk := &fakeKubelet{store: store, sent: make(chan struct{}, 16)}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}, Status: corev1.NodeStatus{Allocatable: rl("2", "4Gi")}}
+	d, err := a.Decide(DeciderConfig{
+		Pods: corelisters.NewPodLister(store), Node: func() (*corev1.Node, error) { return node, nil },
+		Policies: policyList(policies), Send: fk.send, DryRun: dryRun,
+		Recommend: recommend.DefaultConfig(), PollInterval: time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a, d, fk
+}
+
+func refOf(p *corev1.Pod) ContainerRef {
+	return ContainerRef{Namespace: p.Namespace, Pod: p.Name, PodUID: p.UID, Container: "app",
+		ContainerID: p.Status.ContainerStatuses[0].ContainerID, QOSClass: p.Status.QOSClass}
+}
+
+// throttled is a sample of a container pinned and throttled at its limit.
+func throttled(at time.Time, limitMillis int64) Point {
+	return Point{Signals: cgroup.Signals{
+		Time: at, HasRate: true, IntervalSeconds: 1,
+		CPUUsageMillicores: float64(limitMillis), CPUThrottledFraction: 1, CPUThrottledSecondsPerSecond: 1,
+		CPULimitMillicores: limitMillis, MemoryWorkingSetBytes: 8 << 20, MemoryLimited: true,
+		MemoryHeadroomBytes: 120 << 20, MemoryHeadroomFraction: 0.94,
+	}, MemoryLimitBytes: 128 << 20, MemoryUsageBytes: 8 << 20}
+}
+
+// TestDeciderGrowsAThrottledContainer drives the decision step with
+// throttled samples and checks the resize it sends and what it reports.
+func TestDeciderGrowsAThrottledContainer(t *testing.T) {
+	ctx := context.Background()
+	pod := testPod("p", map[string]string{"app": "load"}, rl("50m", "64Mi"), rl("100m", "128Mi"))
+	a, d, fk := newTestDecider(t, false, []*corev1.Pod{pod}, selectorPolicy("pol", v1alpha1.UpdateModeInPlace))
+	now := time.Now()
+	d.Observe(ctx, refOf(pod), throttled(now, 100))
+	d.PassDone(ctx)
+	select {
+	case <-fk.sent:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no resize sent after a fully throttled second")
+	}
+	// Wait for the outcome to come back to the loop.
+	deadline := time.Now().Add(10 * time.Second)
+	var v *AutoscaleJSON
+	for time.Now().Before(deadline) {
+		d.PassDone(ctx)
+		if v = d.View(pod.UID, "app"); v != nil && len(v.Resizes) == 1 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if v == nil || len(v.Resizes) != 1 {
+		t.Fatalf("view %+v, want one resize", v)
+	}
+	r := v.Resizes[0]
+	if r.Outcome != "Applied" {
+		t.Errorf("outcome %s, want Applied", r.Outcome)
+	}
+	// 1.5 gain at a fully throttled second: limit x2.5, request with it.
+	want := ResourcesJSON{CPURequestMillicores: 125, CPULimitMillicores: 250}
+	if diff := cmp.Diff(want, ResourcesJSON{CPURequestMillicores: r.Containers["app"].CPURequestMillicores, CPULimitMillicores: r.Containers["app"].CPULimitMillicores}); diff != "" {
+		t.Errorf("new cpu (-want +got):\n%s", diff)
+	}
+	if r.DecidedAt != now {
+		t.Errorf("decidedAt %v, want the sample's time %v", r.DecidedAt, now)
+	}
+	if v.Policy != "ns/pol" || v.LastChange == nil || v.LastChange.CPU.Action != "Grow" || v.LastChange.CPU.Why != "Throttled" {
+		t.Errorf("view %+v: want policy ns/pol and a last change cpu Grow Throttled", v)
+	}
+	stored, _ := corelisters.NewPodLister(fk.store).Pods("ns").Get("p")
+	if q := stored.Status.QOSClass; q != corev1.PodQOSBurstable {
+		t.Errorf("qos %s", q)
+	}
+	// The JSON API carries the view.
+	a.mu.Lock()
+	a.tracked[key{pod.UID, "app"}] = &tracked{ref: refOf(pod), ring: newRing(2)}
+	a.tracked[key{pod.UID, "app"}].ring.push(throttled(now, 100))
+	a.mu.Unlock()
+	cs := a.Containers(Query{})
+	if len(cs) != 1 {
+		t.Fatalf("containers %d", len(cs))
+	}
+	if got := a.decider.View(cs[0].PodUID, cs[0].Container); got == nil || got.Recommendation == nil {
+		t.Errorf("no recommendation in the view")
+	}
+}
+
+// TestDeciderLeavesAlone covers what must never be patched: a BestEffort
+// pod, a pod under an Off policy, a dry run, a pod under no policy, and a
+// container whose policy mode is Off.
+func TestDeciderLeavesAlone(t *testing.T) {
+	offContainer := selectorPolicy("pol", v1alpha1.UpdateModeInPlace)
+	offContainer.Spec.ResourcePolicy = &v1alpha1.PodResourcePolicy{ContainerPolicies: []v1alpha1.ContainerResourcePolicy{
+		{ContainerName: "app", Mode: v1alpha1.ContainerScalingModeOff},
+		{ContainerName: "*"},
+	}}
+	for _, tc := range []struct {
+		name     string
+		pod      *corev1.Pod
+		policies []*v1alpha1.SnugPolicy
+		dryRun   bool
+		wantView bool
+	}{
+		{"best effort", testPod("p", map[string]string{"app": "load"}, nil, nil), []*v1alpha1.SnugPolicy{selectorPolicy("pol", v1alpha1.UpdateModeInPlace)}, false, true},
+		{"mode Off", testPod("p", map[string]string{"app": "load"}, rl("50m", "64Mi"), rl("100m", "128Mi")), []*v1alpha1.SnugPolicy{selectorPolicy("pol", v1alpha1.UpdateModeOff)}, false, true},
+		{"mode Initial", testPod("p", map[string]string{"app": "load"}, rl("50m", "64Mi"), rl("100m", "128Mi")), []*v1alpha1.SnugPolicy{selectorPolicy("pol", v1alpha1.UpdateModeInitial)}, false, true},
+		{"dry run", testPod("p", map[string]string{"app": "load"}, rl("50m", "64Mi"), rl("100m", "128Mi")), []*v1alpha1.SnugPolicy{selectorPolicy("pol", v1alpha1.UpdateModeInPlace)}, true, true},
+		{"no policy", testPod("p", map[string]string{"app": "other"}, rl("50m", "64Mi"), rl("100m", "128Mi")), []*v1alpha1.SnugPolicy{selectorPolicy("pol", v1alpha1.UpdateModeInPlace)}, false, false},
+		{"container Off", testPod("p", map[string]string{"app": "load"}, rl("50m", "64Mi"), rl("100m", "128Mi")), []*v1alpha1.SnugPolicy{offContainer}, false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			_, d, fk := newTestDecider(t, tc.dryRun, []*corev1.Pod{tc.pod}, tc.policies...)
+			now := time.Now()
+			for i := range 5 {
+				d.Observe(ctx, refOf(tc.pod), throttled(now.Add(time.Duration(i)*time.Second), 100))
+				d.PassDone(ctx)
+			}
+			d.Wait()
+			if len(fk.patches) != 0 {
+				t.Errorf("sent %d patches, want none", len(fk.patches))
+			}
+			if v := d.View(tc.pod.UID, "app"); (v != nil) != tc.wantView {
+				t.Errorf("view %+v, want one: %v", v, tc.wantView)
+			}
+		})
+	}
+}
+
+func TestRulesFor(t *testing.T) {
+	got := rulesFor(v1alpha1.ContainerResourcePolicy{
+		ContainerName: "app", ControlledResources: []corev1.ResourceName{corev1.ResourceCPU},
+		ControlledValues: v1alpha1.ContainerControlledValuesRequestsOnly,
+		MinAllowed:       &v1alpha1.ResourceAmounts{CPU: ptr(resource.MustParse("20m"))},
+		MaxAllowed:       &v1alpha1.ResourceAmounts{CPU: ptr(resource.MustParse("2")), Memory: ptr(resource.MustParse("1Gi"))},
+	})
+	want := containerRules{
+		Bounds: recommend.Bounds{MinCPUMillis: 20, MaxCPUMillis: 2000, MaxMemBytes: 1 << 30, RequestsOnly: true, IgnoreMemory: true},
+		Policy: resize.Policy{
+			ControlledValues: resize.RequestsOnly, ControlledResources: []corev1.ResourceName{corev1.ResourceCPU},
+			MinAllowed: rl("20m", ""), MaxAllowed: rl("2", "1Gi"),
+		},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("rules (-want +got):\n%s", diff)
+	}
+	if off := rulesFor(v1alpha1.ContainerResourcePolicy{Mode: v1alpha1.ContainerScalingModeOff}); !off.Off || !off.Bounds.IgnoreCPU || !off.Bounds.IgnoreMemory {
+		t.Errorf("mode Off: %+v", off)
+	}
+}
+
+func TestBehaviorConfig(t *testing.T) {
+	p := selectorPolicy("pol", v1alpha1.UpdateModeInPlace)
+	p.Spec.Behavior = &v1alpha1.Behavior{
+		MemoryHeadroomPercent: ptr[int32](30), MaxResizesPerHour: 1,
+		ScaleUp:   &v1alpha1.ScaleUpBehavior{CPUThrottledPercent: 40, MemoryWorkingSetPercent: 85},
+		ScaleDown: &v1alpha1.ScaleDownBehavior{StabilizationWindowSeconds: ptr[int32](30), MaxStepPercent: 100},
+	}
+	base := recommend.DefaultConfig()
+	cfg, opts, err := behaviorConfig(base, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := base
+	want.MemoryHeadroom, want.MaxResizesPerHour, want.GrowReserve = 0.3, 1, 0
+	want.CPUThrottledFraction, want.MemoryNearLimitFraction = 0.4, 0.15
+	want.ShrinkWindow, want.MaxCPUShrinkFraction, want.MaxMemoryShrinkFraction = 30*time.Second, 1, base.MaxMemoryShrinkFraction
+	if diff := cmp.Diff(want, cfg); diff != "" {
+		t.Errorf("config (-want +got):\n%s", diff)
+	}
+	if opts.NoRoom != resize.NoRoomCap || opts.MemoryHeadroom != 0.3 {
+		t.Errorf("options %+v: want NoRoomCap and headroom 0.3", opts)
+	}
+}
+
+// TestBehaviorConfigEdges: the CRD's extremes are valid recommender
+// configurations.
+func TestBehaviorConfigEdges(t *testing.T) {
+	p := selectorPolicy("pol", v1alpha1.UpdateModeInPlace)
+	p.Spec.Behavior = &v1alpha1.Behavior{
+		MemoryHeadroomPercent: ptr[int32](0), MaxResizesPerHour: 3600,
+		ScaleUp:   &v1alpha1.ScaleUpBehavior{CPUThrottledPercent: 100, MemoryWorkingSetPercent: 100},
+		ScaleDown: &v1alpha1.ScaleDownBehavior{StabilizationWindowSeconds: ptr[int32](0), MaxStepPercent: 1},
+	}
+	if _, _, err := behaviorConfig(recommend.DefaultConfig(), p); err != nil {
+		t.Errorf("extreme behavior: %v", err)
+	}
+}
+
+func TestMatchPolicy(t *testing.T) {
+	pod := testPod("p", map[string]string{"app": "load"}, rl("50m", ""), nil)
+	older := selectorPolicy("b", v1alpha1.UpdateModeInPlace)
+	older.CreationTimestamp = metav1.NewTime(time.Unix(100, 0))
+	newer := selectorPolicy("a", v1alpha1.UpdateModeInPlace)
+	newer.CreationTimestamp = metav1.NewTime(time.Unix(200, 0))
+	deploy := &v1alpha1.SnugPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "d", Namespace: "ns"},
+		Spec:       v1alpha1.SnugPolicySpec{TargetRef: &v1alpha1.CrossVersionObjectReference{Kind: "Deployment", Name: "web"}},
+	}
+	otherNS := selectorPolicy("x", v1alpha1.UpdateModeInPlace)
+	otherNS.Namespace = "other"
+	if got := matchPolicy([]*v1alpha1.SnugPolicy{newer, older, otherNS}, pod, workload{}); got != older {
+		t.Errorf("got %v, want the older policy", got)
+	}
+	if got := matchPolicy([]*v1alpha1.SnugPolicy{deploy}, pod, workload{"Deployment", "web"}); got != deploy {
+		t.Errorf("got %v, want the Deployment's policy", got)
+	}
+	if got := matchPolicy([]*v1alpha1.SnugPolicy{deploy, otherNS}, pod, workload{"Deployment", "api"}); got != nil {
+		t.Errorf("got %v, want none", got)
+	}
+}
+
+// TestDeciderRefusedPlanIsNotSent: a container that would restart to be
+// resized (resizePolicy RestartContainer) is refused by the planner; the
+// decider sends nothing and backs off instead of asking every second.
+func TestDeciderRefusedPlanIsNotSent(t *testing.T) {
+	ctx := context.Background()
+	pod := testPod("p", map[string]string{"app": "load"}, rl("50m", "64Mi"), rl("100m", "128Mi"))
+	pod.Spec.Containers[0].ResizePolicy = []corev1.ContainerResizePolicy{{ResourceName: corev1.ResourceCPU, RestartPolicy: corev1.RestartContainer}}
+	_, d, fk := newTestDecider(t, false, []*corev1.Pod{pod}, selectorPolicy("pol", v1alpha1.UpdateModeInPlace))
+	now := time.Now()
+	d.Observe(ctx, refOf(pod), throttled(now, 100))
+	d.PassDone(ctx)
+	d.Observe(ctx, refOf(pod), throttled(now.Add(time.Second), 100))
+	d.PassDone(ctx)
+	d.Wait()
+	if len(fk.patches) != 0 {
+		t.Errorf("sent %d patches, want none", len(fk.patches))
+	}
+	v := d.View(pod.UID, "app")
+	if v == nil || v.LastDecision == nil || v.LastDecision.CPU.Why != "Backoff" {
+		t.Errorf("last decision %+v, want cpu held by Backoff after the refusal", v.LastDecision)
+	}
+}
+
+// TestDeciderGrowsMemoryAfterOOMRestart: a container that comes back with a
+// new ID and lastState OOMKilled grows memory on its next sample.
+func TestDeciderGrowsMemoryAfterOOMRestart(t *testing.T) {
+	ctx := context.Background()
+	pod := testPod("p", map[string]string{"app": "load"}, rl("50m", "64Mi"), rl("100m", "128Mi"))
+	_, d, fk := newTestDecider(t, false, []*corev1.Pod{pod}, selectorPolicy("pol", v1alpha1.UpdateModeInPlace))
+	now := time.Now()
+	idle := func(at time.Time) Point {
+		return Point{Signals: cgroup.Signals{Time: at, HasRate: true, IntervalSeconds: 1, CPUUsageMillicores: 5, CPULimitMillicores: 100,
+			MemoryWorkingSetBytes: 8 << 20, MemoryLimited: true, MemoryHeadroomBytes: 120 << 20, MemoryHeadroomFraction: 0.94}, MemoryLimitBytes: 128 << 20}
+	}
+	d.Observe(ctx, refOf(pod), idle(now))
+	d.PassDone(ctx)
+
+	restarted := pod.DeepCopy()
+	restarted.Status.ContainerStatuses[0].ContainerID = "containerd://2"
+	restarted.Status.ContainerStatuses[0].RestartCount = 1
+	restarted.Status.ContainerStatuses[0].LastTerminationState = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "OOMKilled", ExitCode: 137}}
+	if err := fk.store.Update(restarted); err != nil {
+		t.Fatal(err)
+	}
+	d.Observe(ctx, refOf(restarted), idle(now.Add(time.Second)))
+	d.PassDone(ctx)
+	select {
+	case <-fk.sent:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no resize sent after an OOM kill")
+	}
+	v := d.View(pod.UID, "app")
+	if v == nil || v.LastChange == nil || v.LastChange.Memory.Action != "Grow" || v.LastChange.Memory.Why != "OOMKill" {
+		t.Fatalf("last change %+v, want memory Grow OOMKill", v.LastChange)
+	}
+	if got, want := v.LastChange.Memory.Limit, int64(192<<20); got != want {
+		t.Errorf("memory limit %d, want %d (1.5 x 128Mi)", got, want)
+	}
+}

@@ -1,0 +1,178 @@
+package agent
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/snug-dev/snug/internal/recommend"
+	"github.com/snug-dev/snug/internal/resize"
+)
+
+// AutoscaleJSON is what the decision step knows of one container, in the
+// JSON API (field "autoscale" of a container; absent when no policy covers
+// its pod).
+type AutoscaleJSON struct {
+	// Policy is the covering SnugPolicy, namespace/name.
+	Policy string `json:"policy"`
+	// UpdateMode is the policy's updateMode.
+	UpdateMode string `json:"updateMode"`
+	// ContainerMode is the container policy's mode (Auto or Off).
+	ContainerMode string `json:"containerMode,omitempty"`
+	// DryRun is true when the agent decides but never patches.
+	DryRun bool `json:"dryRun,omitempty"`
+	// Note says why the container is left alone, if it is.
+	Note string `json:"note,omitempty"`
+	// Recommendation is the container's VPA-style estimate.
+	Recommendation *RecommendationJSON `json:"recommendation,omitempty"`
+	// LastDecision is the decision of the latest sample.
+	LastDecision *DecisionJSON `json:"lastDecision,omitempty"`
+	// LastChange is the latest decision that was not Hold for both resources.
+	LastChange *DecisionJSON `json:"lastChange,omitempty"`
+	// Resizes are the pod's recent resizes (up to 16), oldest first.
+	Resizes []ResizeJSON `json:"resizes,omitempty"`
+	// ResizesLastHour counts the pod's resizes in the sliding hour.
+	ResizesLastHour int `json:"resizesLastHour"`
+}
+
+// RecommendationJSON is a recommend.Recommendation.
+type RecommendationJSON struct {
+	CPUMillicores EstimateJSON `json:"cpuMillicores"`
+	MemoryBytes   EstimateJSON `json:"memoryBytes"`
+}
+
+// EstimateJSON is a recommend.Estimate.
+type EstimateJSON struct {
+	Target         int64 `json:"target"`
+	LowerBound     int64 `json:"lowerBound"`
+	UpperBound     int64 `json:"upperBound"`
+	UncappedTarget int64 `json:"uncappedTarget"`
+}
+
+// DecisionJSON is a recommend.Decision at a sample's time.
+type DecisionJSON struct {
+	Time   time.Time  `json:"time"`
+	CPU    ChangeJSON `json:"cpu"`
+	Memory ChangeJSON `json:"memory"`
+}
+
+// ChangeJSON is one resource's recommend.Change: requests in millicores
+// (cpu) or bytes (memory).
+type ChangeJSON struct {
+	Action  string `json:"action"`
+	Request int64  `json:"request"`
+	Limit   int64  `json:"limit,omitempty"`
+	Fast    bool   `json:"fast,omitempty"`
+	Why     string `json:"why"`
+	Reason  string `json:"reason"`
+}
+
+// ResizeJSON is one resize the agent sent, and what became of it.
+type ResizeJSON struct {
+	// Outcome is resize.Outcome's name.
+	Outcome string `json:"outcome"`
+	// Plan says what changed and why.
+	Plan string `json:"plan"`
+	// Containers are the new values, per container.
+	Containers map[string]ResourcesJSON `json:"containers"`
+	// DecidedAt is the time of the sample that decided it.
+	DecidedAt time.Time `json:"decidedAt"`
+	// SentAt is when the patch was sent.
+	SentAt time.Time `json:"sentAt"`
+	// DecisionToPatchSeconds is from DecidedAt to the API server's answer
+	// to the patch.
+	DecisionToPatchSeconds float64 `json:"decisionToPatchSeconds"`
+	// AppliedAt is when the agent saw the actual resources reflect it.
+	AppliedAt                *time.Time `json:"appliedAt,omitempty"`
+	DecisionToAppliedSeconds float64    `json:"decisionToAppliedSeconds,omitempty"`
+	// Message explains an outcome other than Applied.
+	Message string `json:"message,omitempty"`
+}
+
+// ResourcesJSON are a container's requests and limits, in millicores and
+// bytes; 0 means not set.
+type ResourcesJSON struct {
+	CPURequestMillicores int64 `json:"cpuRequestMillicores,omitempty"`
+	CPULimitMillicores   int64 `json:"cpuLimitMillicores,omitempty"`
+	MemoryRequestBytes   int64 `json:"memoryRequestBytes,omitempty"`
+	MemoryLimitBytes     int64 `json:"memoryLimitBytes,omitempty"`
+}
+
+func changeJSON(c recommend.Change) ChangeJSON {
+	return ChangeJSON{Action: c.Action.String(), Request: c.Request, Limit: c.Limit, Fast: c.Fast, Why: c.Reason.Why.String(), Reason: c.Reason.String()}
+}
+
+func decisionJSON(t time.Time, d recommend.Decision) DecisionJSON {
+	return DecisionJSON{Time: t, CPU: changeJSON(d.CPU), Memory: changeJSON(d.Memory)}
+}
+
+func estimateJSON(e recommend.Estimate) EstimateJSON {
+	return EstimateJSON{Target: e.Target, LowerBound: e.LowerBound, UpperBound: e.UpperBound, UncappedTarget: e.UncappedTarget}
+}
+
+func planTargets(p *resize.Plan) map[string]ResourcesJSON {
+	out := map[string]ResourcesJSON{}
+	for _, c := range p.Containers {
+		var r ResourcesJSON
+		if q, ok := c.Requests[corev1.ResourceCPU]; ok {
+			r.CPURequestMillicores = q.MilliValue()
+		}
+		if q, ok := c.Limits[corev1.ResourceCPU]; ok {
+			r.CPULimitMillicores = q.MilliValue()
+		}
+		if q, ok := c.Requests[corev1.ResourceMemory]; ok {
+			r.MemoryRequestBytes = q.Value()
+		}
+		if q, ok := c.Limits[corev1.ResourceMemory]; ok {
+			r.MemoryLimitBytes = q.Value()
+		}
+		out[c.Name] = r
+	}
+	return out
+}
+
+// updateView rebuilds a container's view. Loop goroutine only.
+func (d *Decider) updateView(k key, st *podState, cs *containerState, now time.Time) {
+	rec := cs.rc.Recommendation(now)
+	v := &AutoscaleJSON{
+		Policy: st.policy, UpdateMode: string(st.mode), ContainerMode: containerModeString(cs.rules), DryRun: d.cfg.DryRun,
+		Recommendation:  &RecommendationJSON{CPUMillicores: estimateJSON(rec.CPU), MemoryBytes: estimateJSON(rec.Memory)},
+		LastChange:      cs.lastChange,
+		Resizes:         st.resizes[:len(st.resizes):len(st.resizes)],
+		ResizesLastHour: st.rec.ResizesInLastHour(now),
+	}
+	if !cs.lastTime.IsZero() {
+		dj := decisionJSON(cs.lastTime, cs.last)
+		v.LastDecision = &dj
+	}
+	d.setView(k, v)
+}
+
+func (d *Decider) setView(k key, v *AutoscaleJSON) {
+	d.viewMu.Lock()
+	defer d.viewMu.Unlock()
+	if v == nil {
+		delete(d.views, k)
+		return
+	}
+	d.views[k] = v
+}
+
+func (d *Decider) dropViews(uid types.UID) {
+	d.viewMu.Lock()
+	defer d.viewMu.Unlock()
+	for k := range d.views {
+		if k.uid == uid {
+			delete(d.views, k)
+		}
+	}
+}
+
+// View returns the decision step's view of a container, or nil if no
+// policy covers it. The result must not be modified.
+func (d *Decider) View(uid types.UID, container string) *AutoscaleJSON {
+	d.viewMu.RLock()
+	defer d.viewMu.RUnlock()
+	return d.views[key{uid, container}]
+}

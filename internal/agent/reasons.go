@@ -1,0 +1,12 @@
+package agent
+
+// Event reasons the agent records on pods. They name what a user can act on
+// or should know: a resize that landed, and one that did not.
+const (
+	// ReasonResized: a resize was sent and the kubelet applied it.
+	ReasonResized = "Resized"
+	// ReasonResizeRefused: the planner refused the decision, the API server
+	// rejected the patch, or the kubelet deferred, found infeasible (then
+	// the spec is reverted) or failed the resize.
+	ReasonResizeRefused = "ResizeRefused"
+)

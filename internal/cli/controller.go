@@ -1,0 +1,266 @@
+package cli
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset/typed/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/klog/v2"
+
+	policyclient "github.com/snug-dev/snug/api/v1alpha1/client"
+	"github.com/snug-dev/snug/config/crd"
+	"github.com/snug-dev/snug/internal/controller"
+	"github.com/snug-dev/snug/internal/install"
+)
+
+// Leader election timings: client-go's and kube-controller-manager's usual
+// ones. A new leader takes over within LeaseDuration of the old one dying.
+const (
+	leaseDuration = 15 * time.Second
+	renewDeadline = 10 * time.Second
+	retryPeriod   = 2 * time.Second
+	// leaseName is the Lease the controllers compete for.
+	leaseName = "snug-controller"
+)
+
+// ControllerOptions configure 'snug controller'.
+type ControllerOptions struct {
+	// Kubeconfig is the kubeconfig file; empty means in-cluster, then
+	// $KUBECONFIG, then ~/.kube/config.
+	Kubeconfig string
+	// LeaderElect makes the controller reconcile only while it holds the
+	// Lease, so that several replicas can run.
+	LeaderElect bool
+	// LeaderElectionNamespace is the Lease's namespace.
+	LeaderElectionNamespace string
+	// MetricsAddr serves /metrics; empty turns it off.
+	MetricsAddr string
+	// HealthAddr serves /healthz and /readyz; empty turns it off.
+	HealthAddr string
+	// InstallCRDs applies the SnugPolicy CRD and waits until it is
+	// Established before starting.
+	InstallCRDs bool
+	// Workers is how many policies are reconciled at once.
+	Workers int
+}
+
+// NewControllerOptions returns the defaults.
+func NewControllerOptions() *ControllerOptions {
+	return &ControllerOptions{
+		LeaderElect:             true,
+		LeaderElectionNamespace: "kube-system",
+		MetricsAddr:             "127.0.0.1:9465",
+		HealthAddr:              "127.0.0.1:9466",
+		Workers:                 2,
+	}
+}
+
+// AddFlags registers the options' flags on fs.
+func (o *ControllerOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "kubeconfig file (default: in-cluster, then $KUBECONFIG, then ~/.kube/config)")
+	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "reconcile only while holding the Lease "+leaseName+", so several replicas can run")
+	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace, "namespace of the leader election Lease")
+	fs.StringVar(&o.MetricsAddr, "metrics-addr", o.MetricsAddr, "address to serve /metrics on (empty: off)")
+	fs.StringVar(&o.HealthAddr, "health-addr", o.HealthAddr, "address to serve /healthz and /readyz on (empty: off)")
+	fs.BoolVar(&o.InstallCRDs, "install-crds", o.InstallCRDs, "apply the SnugPolicy CRD and wait until it is established before starting")
+	fs.IntVar(&o.Workers, "workers", o.Workers, "policies reconciled at once")
+}
+
+// Validate reports options that cannot work.
+func (o *ControllerOptions) Validate() error {
+	var errs []error
+	for flag, addr := range map[string]string{"--metrics-addr": o.MetricsAddr, "--health-addr": o.HealthAddr} {
+		if addr == "" {
+			continue
+		}
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			errs = append(errs, fmt.Errorf("%s %q: %w", flag, addr, err))
+		}
+	}
+	if o.MetricsAddr != "" && o.MetricsAddr == o.HealthAddr {
+		errs = append(errs, fmt.Errorf("--metrics-addr and --health-addr must differ, both are %q", o.MetricsAddr))
+	}
+	if o.LeaderElect {
+		for _, msg := range validation.IsDNS1123Label(o.LeaderElectionNamespace) {
+			errs = append(errs, fmt.Errorf("--leader-election-namespace %q: %s", o.LeaderElectionNamespace, msg))
+		}
+	}
+	if o.Workers < 1 || o.Workers > 64 {
+		errs = append(errs, fmt.Errorf("--workers %d: must be 1 to 64", o.Workers))
+	}
+	if o.Kubeconfig != "" {
+		if _, err := os.Stat(o.Kubeconfig); err != nil {
+			errs = append(errs, fmt.Errorf("--kubeconfig: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func newControllerCommand() *cobra.Command {
+	opts := NewControllerOptions()
+	cmd := &cobra.Command{
+		Use:   "controller",
+		Short: "Reconcile SnugPolicies: targets, status, conditions, learnt history, eviction fallback",
+		Args:  cobra.NoArgs,
+		PreRunE: func(*cobra.Command, []string) error {
+			return opts.Validate()
+		},
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runController(cmd.Context(), opts)
+		},
+	}
+	opts.AddFlags(cmd.Flags())
+	return cmd
+}
+
+// runController runs the controller until ctx ends (nil) or leadership is
+// lost (an error, so that the process restarts with a clean state).
+func runController(ctx context.Context, o *ControllerOptions) error {
+	log := klog.NewKlogr().WithName("controller")
+	ctx = klog.NewContext(ctx, log)
+
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = o.Kubeconfig
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, nil).ClientConfig()
+	if err != nil {
+		return fmt.Errorf("loading kubeconfig: %w", err)
+	}
+	cfg = rest.CopyConfig(cfg)
+	cfg.UserAgent = "snug-controller"
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("making a client: %w", err)
+	}
+	pc, err := policyclient.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	if o.InstallCRDs {
+		ext, err := apiextensionsclient.NewForConfig(cfg)
+		if err != nil {
+			return fmt.Errorf("making a client: %w", err)
+		}
+		crds, err := crd.All()
+		if err != nil {
+			return err
+		}
+		if err := install.CRDs(ctx, ext, crds, 2*time.Minute); err != nil {
+			return fmt.Errorf("installing CRDs: %w", err)
+		}
+		log.Info("CRDs installed")
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	metrics := controller.NewMetrics(reg)
+
+	// Listen before anything runs, so a taken port fails at once.
+	var servers []*http.Server
+	serve := func(addr string, h http.Handler) error {
+		if addr == "" {
+			return nil
+		}
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			return fmt.Errorf("listening on %s: %w", addr, err)
+		}
+		srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+		servers = append(servers, srv)
+		go func() {
+			if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Error(err, "serving", "addr", addr)
+			}
+		}()
+		log.Info("serving", "addr", l.Addr().String())
+		return nil
+	}
+	defer func() {
+		for _, s := range servers {
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			_ = s.Shutdown(sctx)
+			cancel()
+		}
+	}()
+	mm := http.NewServeMux()
+	mm.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	if err := serve(o.MetricsAddr, mm); err != nil {
+		return err
+	}
+	hm := http.NewServeMux()
+	ok := func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") }
+	hm.HandleFunc("/healthz", ok)
+	hm.HandleFunc("/readyz", ok)
+	if err := serve(o.HealthAddr, hm); err != nil {
+		return err
+	}
+
+	recorder, stopEvents := controller.NewRecorder(cs)
+	defer stopEvents()
+	run := func(ctx context.Context) error {
+		metrics.Leader.Set(1)
+		defer metrics.Leader.Set(0)
+		return controller.New(cs, pc, recorder, metrics, controller.Config{Workers: o.Workers}).Run(ctx)
+	}
+	if !o.LeaderElect {
+		return run(ctx)
+	}
+
+	host, _ := os.Hostname()
+	id := host + "_" + rand.Text()[:8]
+	var runErr error
+	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		Lock: &resourcelock.LeaseLock{
+			LeaseMeta:  metav1.ObjectMeta{Name: leaseName, Namespace: o.LeaderElectionNamespace},
+			Client:     cs.CoordinationV1(),
+			LockConfig: resourcelock.ResourceLockConfig{Identity: id},
+		},
+		LeaseDuration:   leaseDuration,
+		RenewDeadline:   renewDeadline,
+		RetryPeriod:     retryPeriod,
+		ReleaseOnCancel: true,
+		Name:            leaseName,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(ctx context.Context) {
+				log.Info("leading", "identity", id)
+				runErr = run(ctx)
+			},
+			OnStoppedLeading: func() { log.Info("stopped leading", "identity", id) },
+			OnNewLeader: func(leader string) {
+				if leader != id {
+					log.Info("another controller leads", "leader", leader)
+				}
+			},
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("setting up leader election: %w", err)
+	}
+	log.Info("waiting for leadership", "lease", o.LeaderElectionNamespace+"/"+leaseName, "identity", id)
+	le.Run(ctx)
+	if runErr != nil {
+		return runErr
+	}
+	if ctx.Err() == nil {
+		return errors.New("lost leadership of lease " + leaseName)
+	}
+	return nil
+}

@@ -1,0 +1,45 @@
+package cli
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/spf13/pflag"
+)
+
+func TestControllerOptions(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		wantErr string
+	}{
+		{"defaults", nil, ""},
+		{"no leader election, any namespace", []string{"--leader-elect=false", "--leader-election-namespace=BAD"}, ""},
+		{"metrics off", []string{"--metrics-addr="}, ""},
+		{"bad metrics addr", []string{"--metrics-addr=9465"}, "--metrics-addr"},
+		{"same addresses", []string{"--metrics-addr=127.0.0.1:1", "--health-addr=127.0.0.1:1"}, "must differ"},
+		{"bad lease namespace", []string{"--leader-election-namespace=Kube_System"}, "--leader-election-namespace"},
+		{"no workers", []string{"--workers=0"}, "--workers"},
+		{"missing kubeconfig", []string{"--kubeconfig=/nonexistent/kubeconfig"}, "--kubeconfig"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := NewControllerOptions()
+			fs := pflag.NewFlagSet("controller", pflag.ContinueOnError)
+			o.AddFlags(fs)
+			if err := fs.Parse(tt.args); err != nil {
+				t.Fatal(err)
+			}
+			err := o.Validate()
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Errorf("unexpected error: %v", err)
+			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+				t.Errorf("error %v, want one about %s", err, tt.wantErr)
+			}
+		})
+	}
+	if o := NewControllerOptions(); !o.LeaderElect || o.MetricsAddr != "127.0.0.1:9465" {
+		t.Errorf("defaults changed: %+v", o)
+	}
+}

@@ -1,0 +1,680 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	appslisters "k8s.io/client-go/listers/apps/v1"
+	autoscalinglisters "k8s.io/client-go/listers/autoscaling/v2"
+	batchlisters "k8s.io/client-go/listers/batch/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+
+	"github.com/snug-dev/snug/api/v1alpha1"
+	policyclient "github.com/snug-dev/snug/api/v1alpha1/client"
+)
+
+// Config tunes a Controller. The zero value of a field means its default.
+type Config struct {
+	// Workers is how many policies are reconciled at once. Default 2.
+	Workers int
+	// ResyncInterval is how often a policy is reconciled without any event,
+	// to fold new snapshots and age deferrals. Default 1m.
+	ResyncInterval time.Duration
+	// CheckpointInterval is the least time between two writes of a
+	// policy's checkpoint when only snapshots changed; a pod that came or
+	// went is written at once. Default 1m.
+	CheckpointInterval time.Duration
+	// Clock is the controller's clock. Default the real one.
+	Clock clock.WithTicker
+}
+
+func (c Config) withDefaults() Config {
+	if c.Workers <= 0 {
+		c.Workers = 2
+	}
+	if c.ResyncInterval <= 0 {
+		c.ResyncInterval = time.Minute
+	}
+	if c.CheckpointInterval <= 0 {
+		c.CheckpointInterval = time.Minute
+	}
+	if c.Clock == nil {
+		c.Clock = clock.RealClock{}
+	}
+	return c
+}
+
+// Controller reconciles SnugPolicy objects. Create it with New and call Run
+// once; Run returns when its context ends.
+type Controller struct {
+	cfg      Config
+	cs       kubernetes.Interface
+	pc       *policyclient.Client
+	recorder record.EventRecorder
+	metrics  *Metrics
+	queue    workqueue.TypedRateLimitingInterface[string]
+
+	factory     informers.SharedInformerFactory
+	cmFactory   informers.SharedInformerFactory
+	checkpoints corelisters.ConfigMapLister
+	policyInf   cache.SharedIndexInformer
+	pods        corelisters.PodLister
+	hpas        autoscalinglisters.HorizontalPodAutoscalerLister
+	deployments appslisters.DeploymentLister
+	statefuls   appslisters.StatefulSetLister
+	daemons     appslisters.DaemonSetLister
+	replicas    appslisters.ReplicaSetLister
+	jobs        batchlisters.JobLister
+	cronjobs    batchlisters.CronJobLister
+	synced      []cache.InformerSynced
+
+	mu         sync.Mutex
+	lastWrites map[string]time.Time // checkpoint writes by policy key
+	// evicting holds the pods this controller evicted until its cache shows
+	// them terminating or gone, so that a reconcile that runs on a cache
+	// older than the eviction never evicts a second pod (nor the same one
+	// twice).
+	evicting map[types.UID]evictionMark
+}
+
+// evictionMark is one eviction not yet seen in the cache.
+type evictionMark struct {
+	policy string
+	at     time.Time
+}
+
+// evictionExpectationTTL bounds how long an eviction not yet seen in the
+// cache holds further evictions of its policy back.
+const evictionExpectationTTL = 2 * time.Minute
+
+// New returns a Controller that talks to the cluster through cs and pc,
+// records events with recorder and counts in m.
+func New(cs kubernetes.Interface, pc *policyclient.Client, recorder record.EventRecorder, m *Metrics, cfg Config) *Controller {
+	cfg = cfg.withDefaults()
+	c := &Controller{
+		cfg: cfg, cs: cs, pc: pc, recorder: recorder, metrics: m,
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "snugpolicy", Clock: cfg.Clock}),
+		factory: informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithTransform(stripManagedFields)),
+		policyInf: cache.NewSharedIndexInformer(&cache.ListWatch{
+			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+				return pc.SnugPolicies("").List(ctx, o)
+			},
+			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+				return pc.SnugPolicies("").Watch(ctx, o)
+			},
+		}, &v1alpha1.SnugPolicy{}, 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}),
+		// Only snug's own ConfigMaps: the checkpoints.
+		cmFactory: informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithTransform(stripManagedFields),
+			informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = managedByLabel + "=snug" })),
+		lastWrites: map[string]time.Time{},
+		evicting:   map[types.UID]evictionMark{},
+	}
+	cms := c.cmFactory.Core().V1().ConfigMaps()
+	c.checkpoints = cms.Lister()
+	c.synced = append(c.synced, cms.Informer().HasSynced)
+	pods := c.factory.Core().V1().Pods()
+	hpas := c.factory.Autoscaling().V2().HorizontalPodAutoscalers()
+	apps := c.factory.Apps().V1()
+	batch := c.factory.Batch().V1()
+	c.pods, c.hpas = pods.Lister(), hpas.Lister()
+	c.deployments, c.statefuls, c.daemons, c.replicas = apps.Deployments().Lister(), apps.StatefulSets().Lister(), apps.DaemonSets().Lister(), apps.ReplicaSets().Lister()
+	c.jobs, c.cronjobs = batch.Jobs().Lister(), batch.CronJobs().Lister()
+
+	c.add(c.policyInf, c.onPolicy)
+	c.add(pods.Informer(), c.onPod)
+	c.add(hpas.Informer(), c.onHPA)
+	for _, inf := range []cache.SharedIndexInformer{apps.Deployments().Informer(), apps.StatefulSets().Informer(),
+		apps.DaemonSets().Informer(), apps.ReplicaSets().Informer(), batch.Jobs().Informer(), batch.CronJobs().Informer()} {
+		c.add(inf, c.onWorkload)
+	}
+	return c
+}
+
+// stripManagedFields drops what the controller never reads from cached
+// objects.
+func stripManagedFields(obj any) (any, error) {
+	if m, ok := obj.(metav1.ObjectMetaAccessor); ok {
+		m.GetObjectMeta().SetManagedFields(nil)
+	}
+	return obj, nil
+}
+
+// add registers an enqueue-only handler, called with the object before and
+// after (either may be nil) a change.
+func (c *Controller) add(inf cache.SharedIndexInformer, h func(old, cur metav1.Object)) {
+	obj := func(o any) metav1.Object {
+		if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
+			o = d.Obj
+		}
+		m, _ := o.(metav1.Object)
+		return m
+	}
+	_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o any) { h(nil, obj(o)) },
+		UpdateFunc: func(o, n any) { h(obj(o), obj(n)) },
+		DeleteFunc: func(o any) { h(obj(o), nil) },
+	})
+	utilruntime.Must(err)
+	c.synced = append(c.synced, inf.HasSynced)
+}
+
+// Run starts the informers, waits for their caches and reconciles until ctx
+// ends.
+func (c *Controller) Run(ctx context.Context) error {
+	defer utilruntime.HandleCrash()
+	defer c.queue.ShutDown()
+	log := klog.FromContext(ctx)
+	c.factory.Start(ctx.Done())
+	defer c.factory.Shutdown()
+	c.cmFactory.Start(ctx.Done())
+	defer c.cmFactory.Shutdown()
+	go c.policyInf.RunWithContext(ctx)
+	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
+		return errors.New("waiting for informer caches to sync: context ended")
+	}
+	log.Info("controller started", "workers", c.cfg.Workers)
+	var wg sync.WaitGroup
+	for range c.cfg.Workers {
+		wg.Go(func() { wait.UntilWithContext(ctx, c.work, time.Second) })
+	}
+	<-ctx.Done()
+	c.queue.ShutDown()
+	wg.Wait()
+	return nil
+}
+
+func (c *Controller) work(ctx context.Context) {
+	for {
+		key, quit := c.queue.Get()
+		if quit {
+			return
+		}
+		c.process(ctx, key)
+		c.queue.Done(key)
+	}
+}
+
+func (c *Controller) process(ctx context.Context, key string) {
+	start := c.cfg.Clock.Now()
+	requeue, err := c.reconcile(ctx, key)
+	c.metrics.reconcileDuration.Observe(c.cfg.Clock.Since(start).Seconds())
+	switch {
+	case apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err):
+		// A write raced another, or the cache was behind our own last
+		// write: read again.
+		c.metrics.reconciles.WithLabelValues("conflict").Inc()
+		klog.FromContext(ctx).V(1).Info("retrying after a conflict", "policy", key, "err", err.Error())
+		c.queue.AddRateLimited(key)
+		return
+	case err != nil:
+		c.metrics.reconciles.WithLabelValues("error").Inc()
+		klog.FromContext(ctx).Error(err, "reconciling policy", "policy", key)
+		c.queue.AddRateLimited(key)
+		return
+	case requeue > 0:
+		c.metrics.reconciles.WithLabelValues("requeue").Inc()
+	default:
+		c.metrics.reconciles.WithLabelValues("ok").Inc()
+	}
+	c.queue.Forget(key)
+	if requeue > 0 {
+		c.queue.AddAfter(key, requeue)
+	}
+}
+
+// The handlers only enqueue.
+
+func (c *Controller) onPolicy(old, cur metav1.Object) {
+	o := cur
+	if o == nil {
+		o = old
+	}
+	// Every policy of the namespace: overlap depends on the others'
+	// selectors, and a deleted policy's key must be seen once more.
+	c.queue.Add(key(o.GetNamespace(), o.GetName()))
+	c.enqueueNamespace(o.GetNamespace(), func(*v1alpha1.SnugPolicy) bool { return true })
+}
+
+func (c *Controller) onPod(old, cur metav1.Object) {
+	var sets []labels.Set
+	ns := ""
+	for _, o := range []metav1.Object{old, cur} {
+		if o != nil {
+			sets = append(sets, labels.Set(o.GetLabels()))
+			ns = o.GetNamespace()
+		}
+	}
+	c.enqueueNamespace(ns, func(p *v1alpha1.SnugPolicy) bool {
+		if p.Status.Selector == "" {
+			return true
+		}
+		sel, err := labels.Parse(p.Status.Selector)
+		if err != nil {
+			return true
+		}
+		return slices.ContainsFunc(sets, func(s labels.Set) bool { return sel.Matches(s) })
+	})
+}
+
+func (c *Controller) onWorkload(old, cur metav1.Object) {
+	o := cur
+	if o == nil {
+		o = old
+	}
+	kind := ""
+	switch o.(type) {
+	case *appsv1.Deployment:
+		kind = "Deployment"
+	case *appsv1.StatefulSet:
+		kind = "StatefulSet"
+	case *appsv1.DaemonSet:
+		kind = "DaemonSet"
+	case *appsv1.ReplicaSet:
+		kind = "ReplicaSet"
+	case *batchv1.Job:
+		kind = "Job"
+	case *batchv1.CronJob:
+		kind = "CronJob"
+	}
+	c.enqueueNamespace(o.GetNamespace(), func(p *v1alpha1.SnugPolicy) bool {
+		t := p.Spec.TargetRef
+		return t != nil && t.Kind == kind && t.Name == o.GetName()
+	})
+}
+
+func (c *Controller) onHPA(old, cur metav1.Object) {
+	var refs []autoscalingv2.CrossVersionObjectReference
+	ns := ""
+	for _, o := range []metav1.Object{old, cur} {
+		if h, ok := o.(*autoscalingv2.HorizontalPodAutoscaler); ok {
+			refs = append(refs, h.Spec.ScaleTargetRef)
+			ns = h.Namespace
+		}
+	}
+	c.enqueueNamespace(ns, func(p *v1alpha1.SnugPolicy) bool {
+		t := p.Spec.TargetRef
+		return t != nil && slices.ContainsFunc(refs, func(r autoscalingv2.CrossVersionObjectReference) bool {
+			return r.Kind == t.Kind && r.Name == t.Name
+		})
+	})
+}
+
+func (c *Controller) enqueueNamespace(ns string, match func(*v1alpha1.SnugPolicy) bool) {
+	objs, err := c.policyInf.GetIndexer().ByIndex(cache.NamespaceIndex, ns)
+	if err != nil {
+		return
+	}
+	for _, o := range objs {
+		if p, ok := o.(*v1alpha1.SnugPolicy); ok && match(p) {
+			c.queue.Add(key(p.Namespace, p.Name))
+		}
+	}
+}
+
+func key(namespace, name string) string { return namespace + "/" + name }
+
+// policiesIn returns the cached policies of a namespace.
+func (c *Controller) policiesIn(ns string) []*v1alpha1.SnugPolicy {
+	objs, _ := c.policyInf.GetIndexer().ByIndex(cache.NamespaceIndex, ns)
+	out := make([]*v1alpha1.SnugPolicy, 0, len(objs))
+	for _, o := range objs {
+		if p, ok := o.(*v1alpha1.SnugPolicy); ok {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// reconcile brings one policy's status, checkpoint and evictions up to
+// date. It returns when to look again without an event (0: the resync
+// interval applies).
+func (c *Controller) reconcile(ctx context.Context, k string) (time.Duration, error) {
+	ns, name, err := cache.SplitMetaNamespaceKey(k)
+	if err != nil {
+		return 0, nil
+	}
+	obj, exists, err := c.policyInf.GetIndexer().GetByKey(k)
+	if err != nil {
+		return 0, fmt.Errorf("reading policy from cache: %w", err)
+	}
+	if !exists {
+		c.metrics.forget(ns, name)
+		c.mu.Lock()
+		delete(c.lastWrites, k)
+		c.mu.Unlock()
+		return 0, nil // the checkpoint goes with its owner reference
+	}
+	policy := obj.(*v1alpha1.SnugPolicy)
+	log := klog.FromContext(ctx).WithValues("policy", klog.KObj(policy))
+	ctx = klog.NewContext(ctx, log)
+	now := c.cfg.Clock.Now()
+
+	target, sel := c.resolve(policy)
+	var pods []*corev1.Pod
+	var ov overlap
+	if sel != nil {
+		all, err := c.pods.Pods(ns).List(sel)
+		if err != nil {
+			return 0, fmt.Errorf("listing pods: %w", err)
+		}
+		all = slices.DeleteFunc(all, func(p *corev1.Pod) bool {
+			return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+		})
+		pods, ov = findOverlap(peer{name: policy.Name, created: policy.CreationTimestamp.Time, sel: sel}, c.peers(ns), all)
+	}
+	hpaList, err := c.hpas.HorizontalPodAutoscalers(ns).List(labels.Everything())
+	if err != nil {
+		return 0, fmt.Errorf("listing horizontal pod autoscalers: %w", err)
+	}
+	hpa := hpaResources(policy.Spec.TargetRef, hpaList)
+
+	status := *policy.Status.DeepCopy()
+	status.ObservedGeneration = policy.Generation
+	status.Selector = target.selector
+	status.UncontrolledResources = uncontrolled(hpa)
+
+	requeue := c.cfg.ResyncInterval
+	if sel != nil {
+		rec, after, err := c.history(ctx, policy, pods, status.UncontrolledResources, now)
+		switch {
+		case apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err):
+			return 0, err
+		case err != nil:
+			c.recorder.Eventf(policy, corev1.EventTypeWarning, EventCheckpointFailed, "keeping learnt history: %v", err)
+			log.Error(err, "keeping learnt history")
+		default:
+			status.Recommendation = rec
+		}
+		if after > 0 && after < requeue {
+			requeue = after
+		}
+		if after := c.evictDeferred(ctx, policy, pods, now); after > 0 && after < requeue {
+			requeue = after
+		}
+	}
+
+	want := conditionsFor(observation{
+		mode: rulesOf(&policy.Spec).mode, target: target, pods: len(pods), overlap: ov, hpa: hpa,
+		recommendation: status.Recommendation != nil,
+	})
+	status.Conditions = mergeConditions(status.Conditions, want, policy.Generation, now)
+	for _, e := range conditionEvents(policy.Status.Conditions, status.Conditions) {
+		c.recorder.Event(policy, corev1.EventTypeWarning, e.reason, e.message)
+	}
+	c.metrics.pods.WithLabelValues(ns, name).Set(float64(len(pods)))
+	for _, cond := range status.Conditions {
+		v := 0.0
+		if cond.Status == metav1.ConditionTrue {
+			v = 1
+		}
+		c.metrics.conditions.WithLabelValues(ns, name, cond.Type).Set(v)
+	}
+
+	if equality.Semantic.DeepEqual(policy.Status, status) {
+		return requeue, nil
+	}
+	updated := policy.DeepCopy()
+	updated.Status = status
+	if _, err := c.pc.SnugPolicies(ns).UpdateStatus(ctx, updated, metav1.UpdateOptions{}); err != nil {
+		return 0, fmt.Errorf("updating status: %w", err)
+	}
+	log.V(1).Info("status updated", "selector", status.Selector, "pods", len(pods))
+	return requeue, nil
+}
+
+// resolve finds the policy's pod selector.
+func (c *Controller) resolve(p *v1alpha1.SnugPolicy) (resolution, labels.Selector) {
+	var ls *metav1.LabelSelector
+	if t := p.Spec.TargetRef; t != nil {
+		obj, err := c.workload(p.Namespace, t.Kind, t.Name)
+		switch {
+		case apierrors.IsNotFound(err):
+			return resolution{reason: v1alpha1.ReasonTargetNotFound, message: fmt.Sprintf("%s %s not found", t.Kind, t.Name)}, nil
+		case err != nil:
+			return resolution{reason: v1alpha1.ReasonTargetUnsupported, message: err.Error()}, nil
+		}
+		if ls, err = workloadSelector(obj); err != nil {
+			return resolution{reason: v1alpha1.ReasonTargetUnsupported, message: err.Error()}, nil
+		}
+	} else {
+		ls = p.Spec.Selector
+	}
+	sel, err := parseSelector(ls)
+	if err != nil {
+		return resolution{reason: v1alpha1.ReasonTargetUnsupported, message: err.Error()}, nil
+	}
+	msg := "spec.selector"
+	if t := p.Spec.TargetRef; t != nil {
+		msg = fmt.Sprintf("%s %s", t.Kind, t.Name)
+	}
+	return resolution{reason: v1alpha1.ReasonResolved, message: "pods selected through " + msg, selector: sel.String()}, sel
+}
+
+// workload returns the cached workload of a kind.
+func (c *Controller) workload(ns, kind, name string) (runtime.Object, error) {
+	switch kind {
+	case "Deployment":
+		return c.deployments.Deployments(ns).Get(name)
+	case "StatefulSet":
+		return c.statefuls.StatefulSets(ns).Get(name)
+	case "DaemonSet":
+		return c.daemons.DaemonSets(ns).Get(name)
+	case "ReplicaSet":
+		return c.replicas.ReplicaSets(ns).Get(name)
+	case "Job":
+		return c.jobs.Jobs(ns).Get(name)
+	case "CronJob":
+		return c.cronjobs.CronJobs(ns).Get(name)
+	default:
+		return nil, fmt.Errorf("kind %s is not supported", kind)
+	}
+}
+
+// peers returns the namespace's policies with the selectors their status
+// gives.
+func (c *Controller) peers(ns string) []peer {
+	var out []peer
+	for _, p := range c.policiesIn(ns) {
+		q := peer{name: p.Name, created: p.CreationTimestamp.Time}
+		if p.Status.Selector != "" {
+			if sel, err := labels.Parse(p.Status.Selector); err == nil {
+				q.sel = sel
+			}
+		}
+		out = append(out, q)
+	}
+	return out
+}
+
+// history folds the pods' latest snapshots into the policy's checkpoint,
+// writes the checkpoint when due, and returns the recommendation and when
+// a skipped write is due.
+func (c *Controller) history(ctx context.Context, p *v1alpha1.SnugPolicy, pods []*corev1.Pod, uncontrolledRes []corev1.ResourceName, now time.Time) (*v1alpha1.RecommendedPodResources, time.Duration, error) {
+	log := klog.FromContext(ctx)
+	cfg := recommendConfig(&p.Spec)
+	cms := c.cs.CoreV1().ConfigMaps(p.Namespace)
+	// From the cache: a cache behind our last write makes the write below
+	// fail on its resourceVersion (or on AlreadyExists), never merge twice.
+	cm, err := c.checkpoints.ConfigMaps(p.Namespace).Get(CheckpointName(p.Name))
+	if apierrors.IsNotFound(err) {
+		cm, err = nil, nil
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("reading checkpoint: %w", err)
+	}
+	var data map[string]string
+	if cm != nil {
+		data = cm.Data
+	}
+	prev, err := decodeCheckpoint(cfg, data)
+	if err != nil {
+		// A damaged checkpoint must not stop the policy: start afresh.
+		log.Error(err, "discarding damaged checkpoint")
+		prev = checkpoint{}
+	}
+	live := map[types.UID]Snapshot{}
+	for _, pod := range pods {
+		s, _, err := parseSnapshot(pod)
+		if err != nil {
+			log.V(1).Info("skipping snapshot", "err", err.Error())
+		}
+		live[pod.UID] = s
+	}
+	next, total, err := fold(cfg, prev, live)
+	if err != nil {
+		log.V(1).Info("some snapshots did not fold", "err", err.Error())
+	}
+	rec, err := recommendationFor(cfg, &p.Spec, uncontrolledRes, total, now)
+	if err != nil {
+		return nil, 0, err
+	}
+
+	newData, err := next.encode(total)
+	if err != nil {
+		return nil, 0, err
+	}
+	if cm != nil && maps.Equal(cm.Data, newData) {
+		return rec, 0, nil
+	}
+	k := key(p.Namespace, p.Name)
+	c.mu.Lock()
+	last := c.lastWrites[k]
+	c.mu.Unlock()
+	membership := !slices.Equal(slices.Sorted(maps.Keys(prev.pods)), slices.Sorted(maps.Keys(next.pods)))
+	if cm != nil && !membership && now.Sub(last) < c.cfg.CheckpointInterval {
+		return rec, c.cfg.CheckpointInterval - now.Sub(last), nil
+	}
+	if cm == nil {
+		cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
+			Name: CheckpointName(p.Name), Namespace: p.Namespace,
+			Labels: map[string]string{managedByLabel: "snug", v1alpha1.GroupName + "/policy": p.Name},
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "SnugPolicy", Name: p.Name, UID: p.UID,
+				Controller: ptr.To(true),
+			}},
+		}, Data: newData}
+		_, err = cms.Create(ctx, cm, metav1.CreateOptions{})
+	} else {
+		cm = cm.DeepCopy()
+		cm.Data = newData
+		_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
+	}
+	if err != nil {
+		c.metrics.checkpointWrites.WithLabelValues("error").Inc()
+		return nil, 0, fmt.Errorf("writing checkpoint %s: %w", CheckpointName(p.Name), err)
+	}
+	c.metrics.checkpointWrites.WithLabelValues("ok").Inc()
+	c.mu.Lock()
+	c.lastWrites[k] = now
+	c.mu.Unlock()
+	return rec, 0, nil
+}
+
+// managedByLabel marks the objects snug creates.
+const managedByLabel = "app.kubernetes.io/managed-by"
+
+// blockedRetry is how soon an eviction that a budget refused is tried
+// again; a budget's change does not enqueue the policy.
+const blockedRetry = 10 * time.Second
+
+// evictionPending reports whether a pod the policy key evicted is still
+// shown running, without a deletion timestamp, by the cached pods; marks of
+// pods seen terminating or gone, and marks older than
+// evictionExpectationTTL, are dropped.
+func (c *Controller) evictionPending(key string, pods []*corev1.Pod, now time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	pending := false
+	for uid, m := range c.evicting {
+		if m.policy != key {
+			continue
+		}
+		var cached *corev1.Pod
+		for _, pod := range pods {
+			if pod.UID == uid {
+				cached = pod
+			}
+		}
+		if cached == nil || cached.DeletionTimestamp != nil || now.Sub(m.at) > evictionExpectationTTL {
+			delete(c.evicting, uid)
+			continue
+		}
+		pending = true
+	}
+	return pending
+}
+
+// evictDeferred evicts at most one pod whose resize stayed Deferred, as the
+// policy allows, and returns when a deferral will be old enough (0: none).
+func (c *Controller) evictDeferred(ctx context.Context, p *v1alpha1.SnugPolicy, pods []*corev1.Pod, now time.Time) time.Duration {
+	rules := rulesOf(&p.Spec)
+	if rules.mode != v1alpha1.UpdateModeInPlaceOrRecreate || rules.action != v1alpha1.DeferredActionEvict {
+		return 0
+	}
+	log := klog.FromContext(ctx)
+	key := p.Namespace + "/" + p.Name
+	if c.evictionPending(key, pods, now) {
+		return time.Second
+	}
+	var soonest time.Duration
+	for _, pod := range pods {
+		v := mayEvict(rules, pod, pods, now)
+		if v.recheckAfter > 0 && (soonest == 0 || v.recheckAfter < soonest) {
+			soonest = v.recheckAfter
+		}
+		if !v.evict {
+			if _, deferred := deferredSince(pod); deferred {
+				log.V(1).Info("not evicting", "pod", klog.KObj(pod), "why", v.why)
+			}
+			continue
+		}
+		blocked, err := evictPod(ctx, c.cs, pod)
+		switch {
+		case blocked:
+			c.metrics.evictions.WithLabelValues(p.Namespace, p.Name, "blocked").Inc()
+			c.recorder.Eventf(p, corev1.EventTypeWarning, EventEvictionBlocked,
+				"pod %s: resize deferred, eviction refused: %v; check its PodDisruptionBudgets", pod.Name, err)
+			return blockedRetry
+		case err != nil:
+			c.metrics.evictions.WithLabelValues(p.Namespace, p.Name, "error").Inc()
+			log.Error(err, "evicting", "pod", klog.KObj(pod))
+			return 30 * time.Second
+		}
+		c.mu.Lock()
+		c.evicting[pod.UID] = evictionMark{policy: key, at: now}
+		c.mu.Unlock()
+		c.metrics.evictions.WithLabelValues(p.Namespace, p.Name, "evicted").Inc()
+		log.Info("evicted for a deferred resize", "pod", klog.KObj(pod), "why", v.why)
+		c.recorder.Eventf(p, corev1.EventTypeNormal, EventEvicted, "pod %s evicted: %s", pod.Name, v.why)
+		c.recorder.Eventf(pod, corev1.EventTypeNormal, EventEvicted, "evicted by snug policy %s: %s", p.Name, v.why)
+		return 0 // one at a time; its deletion enqueues the policy again
+	}
+	return soonest
+}

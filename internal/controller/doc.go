@@ -1,0 +1,19 @@
+// Package controller is snug's cluster-wide part: it reconciles SnugPolicy
+// objects. For each policy it resolves the target to a pod selector, finds
+// the pods, spots policies that select the same pods and HorizontalPodAutoscalers
+// that scale the same workload on cpu or memory, keeps the workload's learnt
+// history (the recommend.Aggregate per container) in a checkpoint ConfigMap,
+// writes status (selector, conditions, uncontrolledResources,
+// recommendation) and events, and evicts pods whose resize stays Deferred
+// when the policy says so (InPlaceOrRecreate, deferred action Evict), through
+// the Eviction API and never below minReplicas ready pods.
+//
+// The reconciler is thin: it reads from informer caches, calls small pure
+// functions (resolve.go, status.go, hpa.go, overlap.go, history.go,
+// evict.go) and writes what differs. Event handlers only enqueue.
+//
+// It does not size pods or send resizes (the node agent does, per node),
+// and it does not elect a leader or serve metrics (internal/cli does, and
+// runs a Controller only while it leads). docs/controller.md describes the
+// checkpoint and snapshot contract with the agent.
+package controller

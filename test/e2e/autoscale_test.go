@@ -1,0 +1,444 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset/typed/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
+
+	"github.com/snug-dev/snug/api/v1alpha1"
+	policyclient "github.com/snug-dev/snug/api/v1alpha1/client"
+	"github.com/snug-dev/snug/config/crd"
+	"github.com/snug-dev/snug/internal/agent"
+	"github.com/snug-dev/snug/internal/experiment"
+	"github.com/snug-dev/snug/internal/install"
+)
+
+// stabilizationSeconds is the test policies' scale-down window: short, so
+// the test sees a shrink within minutes (with the agent's --cpu-half-life
+// 10s the first shrink comes about a minute after a drop).
+const stabilizationSeconds = 30
+
+// TestAutoscale runs the real `snug agent` (autoscale on) as a host process
+// against the lab with the SnugPolicy CRD installed, and holds issue 5's
+// proof to it: a single-replica Deployment under an InPlace policy is grown
+// in place when its load steps from 50m to 400m at a 100m limit, throttling
+// ends, it shrinks only after the stabilization window; memory near its
+// limit grows without an OOM kill; a BestEffort pod is left alone; a
+// Guaranteed pod stays Guaranteed after a grow. It logs the seconds from the
+// load step to the agent's decision, to the patch, and to the pod's status
+// showing the new resources.
+func TestAutoscale(t *testing.T) {
+	pc := installPolicyCRD(t)
+	ag := startAgent(t, "--cpu-half-life", "10s")
+	ns := testNamespace(t, "snug-autoscale-")
+
+	t.Run("deployment grows in place and shrinks after the window", func(t *testing.T) {
+		testAutoscaleDeployment(t, pc, ag, ns)
+	})
+	t.Run("memory, BestEffort, Guaranteed", func(t *testing.T) {
+		testAutoscaleBarePods(t, pc, ag, ns)
+	})
+	ag.logCost(t)
+}
+
+func testAutoscaleDeployment(t *testing.T, pc *policyclient.Client, ag *agentProc, ns string) {
+	createPolicy(t, pc, ns, "load", v1alpha1.SnugPolicySpec{
+		TargetRef:    &v1alpha1.CrossVersionObjectReference{Kind: "Deployment", Name: "load"},
+		UpdatePolicy: &v1alpha1.PodUpdatePolicy{UpdateMode: v1alpha1.UpdateModeInPlace},
+		Behavior: &v1alpha1.Behavior{ScaleDown: &v1alpha1.ScaleDownBehavior{
+			StabilizationWindowSeconds: ptr.To[int32](stabilizationSeconds),
+		}},
+	})
+	pod := createAutoscaleDeployment(t, ns, "load")
+	before := getPod(t, ns, pod)
+	containerID := before.Status.ContainerStatuses[0].ContainerID
+	tl := watchPod(t, ns, pod)
+
+	// The agent covers the pod and has seen it at 50m.
+	ag.waitAutoscale(t, ns, pod, time.Minute, func(c agent.ContainerJSON) bool {
+		return c.Autoscale != nil && c.Autoscale.LastDecision != nil && len(ratePointsAfter(c.History, time.Time{})) >= 3
+	})
+	step := writeLoad(t, pod, "cpu=400m")
+
+	// Grown until throttling ends: three samples after the last applied
+	// resize with under 5% of periods throttled.
+	c := ag.waitAutoscale(t, ns, pod, 3*time.Minute, func(c agent.ContainerJSON) bool {
+		rs := appliedAfter(c.Autoscale, step)
+		if len(rs) == 0 || c.Autoscale.LastDecision.CPU.Why == "InFlight" {
+			return false
+		}
+		after := ratePointsAfter(c.History, rs[len(rs)-1].AppliedAt.Add(time.Second))
+		if len(after) < 3 {
+			return false
+		}
+		for _, p := range after[len(after)-3:] {
+			if *p.CPUThrottledFraction >= 0.05 {
+				return false
+			}
+		}
+		return true
+	})
+	grows := appliedAfter(c.Autoscale, step)
+	prevLimit := int64(100)
+	for i, r := range grows {
+		target := r.Containers["app"]
+		actual := tl.firstStatusCPULimit(step, target.CPULimitMillicores)
+		t.Logf("grow %d: cpu limit %dm -> %dm (request %dm): step->decision %.2fs, step->patch %.2fs, step->status %s; %s",
+			i+1, prevLimit, target.CPULimitMillicores, target.CPURequestMillicores,
+			r.DecidedAt.Sub(step).Seconds(), r.DecidedAt.Sub(step).Seconds()+r.DecisionToPatchSeconds, secondsSince(actual, step), r.Plan)
+		prevLimit = target.CPULimitMillicores
+	}
+	first := grows[0]
+	t.Logf("REACTION %s first grow: step->decision %.2fs step->patch %.2fs step->actual %s (decision->applied as the agent saw it %.2fs)",
+		labOpts.KubernetesVersion, first.DecidedAt.Sub(step).Seconds(), first.DecidedAt.Sub(step).Seconds()+first.DecisionToPatchSeconds,
+		secondsSince(tl.firstStatusCPULimit(step, first.Containers["app"].CPULimitMillicores), step), first.DecisionToAppliedSeconds)
+	last := c.History[len(c.History)-1]
+	t.Logf("throttling ended: last samples %s at limit %dm, throttled %.3f", millis(c.History[len(c.History)-3:]), *last.CPULimitMillicores, *last.CPUThrottledFraction)
+	if *last.CPULimitMillicores < 400 {
+		t.Errorf("cpu limit %dm after the grows, want at least 400m", *last.CPULimitMillicores)
+	}
+	assertInPlace(t, ns, pod, containerID, corev1.PodQOSBurstable)
+	waitEvent(t, ns, pod, agent.ReasonResized)
+
+	// Load drops: no shrink before the window has passed. A shrink is a
+	// resize to a lower cpu request than the one before it.
+	drop := writeLoad(t, pod, "cpu=50m")
+	c = ag.waitAutoscale(t, ns, pod, 5*time.Minute, func(c agent.ContainerJSON) bool {
+		return len(shrinksAfter(c.Autoscale, drop)) > 0
+	})
+	for _, r := range appliedAfter(c.Autoscale, drop) {
+		t.Logf("after the drop: %s, decided %.1fs after the drop, applied %.2fs after the decision", r.Plan, r.DecidedAt.Sub(drop).Seconds(), r.DecisionToAppliedSeconds)
+	}
+	for _, r := range shrinksAfter(c.Autoscale, drop) {
+		if since := r.DecidedAt.Sub(drop); since < stabilizationSeconds*time.Second {
+			t.Errorf("shrink %s decided %.1fs after the load dropped, before the %ds stabilization window", r.Plan, since.Seconds(), stabilizationSeconds)
+		}
+	}
+	t.Logf("SHRINK %s first shrink decided %.1fs after the drop (window %ds)", labOpts.KubernetesVersion,
+		shrinksAfter(c.Autoscale, drop)[0].DecidedAt.Sub(drop).Seconds(), stabilizationSeconds)
+	assertInPlace(t, ns, pod, containerID, corev1.PodQOSBurstable)
+}
+
+func testAutoscaleBarePods(t *testing.T, pc *policyclient.Client, ag *agentProc, ns string) {
+	labels := map[string]string{"snug-e2e": "bare"}
+	createPolicy(t, pc, ns, "bare", v1alpha1.SnugPolicySpec{
+		Selector:     &metav1.LabelSelector{MatchLabels: labels},
+		UpdatePolicy: &v1alpha1.PodUpdatePolicy{UpdateMode: v1alpha1.UpdateModeInPlace},
+	})
+	mem := createLoadPod(t, ns, loadPod{name: "mem", labels: labels, cpuRequest: "50m", cpuLimit: "200m", memRequest: "32Mi", memLimit: "64Mi"})
+	be := createLoadPod(t, ns, loadPod{name: "besteffort", labels: labels, args: []string{"--cpu=300m"}})
+	gu := createLoadPod(t, ns, loadPod{name: "guaranteed", labels: labels, cpuRequest: "100m", cpuLimit: "100m", memRequest: "64Mi", memLimit: "64Mi"})
+	memID := getPod(t, ns, mem).Status.ContainerStatuses[0].ContainerID
+	guID := getPod(t, ns, gu).Status.ContainerStatuses[0].ContainerID
+	for _, p := range []string{mem, gu} {
+		ag.waitAutoscale(t, ns, p, time.Minute, func(c agent.ContainerJSON) bool {
+			return c.Autoscale != nil && len(ratePointsAfter(c.History, time.Time{})) >= 2
+		})
+	}
+
+	// Memory near its limit: 58Mi held under 64Mi.
+	memStep := writeLoad(t, mem, "memory=58Mi")
+	guStep := writeLoad(t, gu, "cpu=300m")
+	c := ag.waitAutoscale(t, ns, mem, 2*time.Minute, func(c agent.ContainerJSON) bool {
+		for _, r := range appliedAfter(c.Autoscale, memStep) {
+			if r.Containers["app"].MemoryLimitBytes > 64<<20 {
+				return true
+			}
+		}
+		return false
+	})
+	for _, r := range appliedAfter(c.Autoscale, memStep) {
+		t.Logf("memory: %s, decided %.2fs after the step, applied %.2fs after the decision", r.Plan, r.DecidedAt.Sub(memStep).Seconds(), r.DecisionToAppliedSeconds)
+	}
+	// Some samples after the grow, still no OOM kill.
+	c = ag.waitAutoscale(t, ns, mem, time.Minute, func(c agent.ContainerJSON) bool {
+		rs := appliedAfter(c.Autoscale, memStep)
+		return len(ratePointsAfter(c.History, rs[len(rs)-1].AppliedAt.Add(time.Second))) >= 3
+	})
+	ws := c.Latest.MemoryWorkingSetBytes
+	t.Logf("memory: working set %.1f MiB, limit %.0f MiB, oom kills %d", float64(ws)/(1<<20), float64(*c.Latest.MemoryLimitBytes)/(1<<20), c.Latest.OOMKills)
+	if c.Latest.OOMKills != 0 {
+		t.Errorf("%d oom kills, want none", c.Latest.OOMKills)
+	}
+	if ws < 56<<20 {
+		t.Errorf("working set %.1f MiB: snug-load does not hold its 58Mi", float64(ws)/(1<<20))
+	}
+	assertInPlace(t, ns, mem, memID, corev1.PodQOSBurstable)
+
+	// Guaranteed: grows with request == limit.
+	c = ag.waitAutoscale(t, ns, gu, 2*time.Minute, func(c agent.ContainerJSON) bool {
+		return len(appliedAfter(c.Autoscale, guStep)) > 0
+	})
+	r := appliedAfter(c.Autoscale, guStep)[0]
+	t.Logf("guaranteed: %s, decided %.2fs after the step, applied %.2fs after the decision", r.Plan, r.DecidedAt.Sub(guStep).Seconds(), r.DecisionToAppliedSeconds)
+	p := assertInPlace(t, ns, gu, guID, corev1.PodQOSGuaranteed)
+	st := p.Status.ContainerStatuses[0].Resources
+	for _, res := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		req, lim := st.Requests[res], st.Limits[res]
+		if req.Cmp(lim) != 0 {
+			t.Errorf("guaranteed pod's actual %s request %s != limit %s", res, &req, &lim)
+		}
+	}
+	if lim := st.Limits[corev1.ResourceCPU]; lim.MilliValue() <= 100 {
+		t.Errorf("guaranteed pod's cpu limit %s, want grown above 100m", &lim)
+	}
+
+	// BestEffort: covered by the policy, sampled all along, never patched.
+	c = ag.waitAutoscale(t, ns, be, time.Minute, func(c agent.ContainerJSON) bool {
+		return c.Autoscale != nil && len(ratePointsAfter(c.History, guStep)) >= 5
+	})
+	t.Logf("besteffort: %s; cpu %.0fm", c.Autoscale.Note, *c.Latest.CPUUsageMillicores)
+	if bp := getPod(t, ns, be); bp.Generation != 1 || bp.Status.QOSClass != corev1.PodQOSBestEffort {
+		t.Errorf("besteffort pod: generation %d, qos %s; want 1 and BestEffort", bp.Generation, bp.Status.QOSClass)
+	}
+	for _, p := range []string{mem, be, gu} {
+		deletePod(t, ns, p)
+	}
+}
+
+func installPolicyCRD(t *testing.T) *policyclient.Client {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", labOpts.Kubeconfig())
+	if err != nil {
+		t.Fatalf("loading lab kubeconfig: %v", err)
+	}
+	cfg.Timeout = 30 * time.Second
+	ext, err := apiextensionsclient.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	crds, err := crd.All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := install.CRDs(t.Context(), ext, crds, crdTimeout); err != nil {
+		t.Fatalf("installing the CRD: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := install.Uninstall(context.Background(), ext, crds, crdTimeout); err != nil {
+			t.Errorf("uninstalling the CRD: %v", err)
+		}
+	})
+	pc, err := policyclient.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pc
+}
+
+// createAutoscaleDeployment creates a one-replica Deployment of snug-load at
+// 50m (cpu 50m/100m, memory 64Mi/128Mi) and returns its running pod's name.
+func createAutoscaleDeployment(t *testing.T, ns, name string) string {
+	t.Helper()
+	ctx := t.Context()
+	hostPathType := corev1.HostPathDirectory
+	labels := map[string]string{"app": name}
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](1),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					TerminationGracePeriodSeconds: ptr.To[int64](2),
+					Containers: []corev1.Container{{
+						Name: "app", Image: experiment.LoadImage, ImagePullPolicy: corev1.PullNever,
+						Args: []string{"--listen=", "--cpu=50m"},
+						Env: []corev1.EnvVar{{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{
+							FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}},
+						Resources: corev1.ResourceRequirements{
+							Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("50m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
+							Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi")},
+						},
+						VolumeMounts: []corev1.VolumeMount{{Name: "control", MountPath: "/control", ReadOnly: true}},
+					}},
+					Volumes: []corev1.Volume{{Name: "control", VolumeSource: corev1.VolumeSource{
+						HostPath: &corev1.HostPathVolumeSource{Path: labOpts.LoadDir(), Type: &hostPathType}}}},
+				},
+			},
+		},
+	}
+	if _, err := client.AppsV1().Deployments(ns).Create(ctx, d, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating deployment %s: %v", name, err)
+	}
+	var pod string
+	waitFor(t, "deployment "+name+"'s pod running", 2*time.Minute, func() (bool, error) {
+		pods, err := client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=" + name})
+		if err != nil {
+			return false, err
+		}
+		for _, p := range pods.Items {
+			if len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].State.Running != nil {
+				pod = p.Name
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	t.Cleanup(func() { os.Remove(filepath.Join(labOpts.LoadDir(), pod)) })
+	return pod
+}
+
+func getPod(t *testing.T, ns, name string) *corev1.Pod {
+	t.Helper()
+	p, err := client.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("getting pod %s: %v", name, err)
+	}
+	return p
+}
+
+// assertInPlace checks that the pod's container never restarted (same
+// container ID, restartCount 0) and that its QoS class is qos.
+func assertInPlace(t *testing.T, ns, name, containerID string, qos corev1.PodQOSClass) *corev1.Pod {
+	t.Helper()
+	p := getPod(t, ns, name)
+	st := p.Status.ContainerStatuses[0]
+	if st.RestartCount != 0 || st.ContainerID != containerID {
+		t.Errorf("pod %s: restartCount %d, container %s (was %s): want no restart", name, st.RestartCount, st.ContainerID, containerID)
+	}
+	if p.Status.QOSClass != qos {
+		t.Errorf("pod %s: QoS class %s, want %s", name, p.Status.QOSClass, qos)
+	}
+	return p
+}
+
+// waitAutoscale polls the agent's API until the container satisfies cond.
+func (a *agentProc) waitAutoscale(t *testing.T, ns, pod string, timeout time.Duration, cond func(agent.ContainerJSON) bool) agent.ContainerJSON {
+	t.Helper()
+	var got agent.ContainerJSON
+	waitFor(t, fmt.Sprintf("the agent's view of %s/%s", ns, pod), timeout, func() (bool, error) {
+		code, body := a.get(t, "/api/v1/namespaces/"+ns+"/pods/"+pod+"?limit=30")
+		if code == http.StatusNotFound {
+			return false, nil
+		}
+		var list agent.ContainerList
+		if err := json.Unmarshal(body, &list); code != 200 || err != nil {
+			return false, fmt.Errorf("GET pod %s: %d %v: %s", pod, code, err, body)
+		}
+		for _, c := range list.Containers {
+			if c.Container == "app" {
+				got = c
+				return cond(c), nil
+			}
+		}
+		return false, nil
+	})
+	return got
+}
+
+// appliedAfter returns the applied resizes decided after t.
+func appliedAfter(v *agent.AutoscaleJSON, t time.Time) []agent.ResizeJSON {
+	if v == nil {
+		return nil
+	}
+	var out []agent.ResizeJSON
+	for _, r := range v.Resizes {
+		if r.Outcome == "Applied" && r.AppliedAt != nil && r.DecidedAt.After(t) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// shrinksAfter returns the applied resizes decided after t that lowered
+// the cpu request below the one before them.
+func shrinksAfter(v *agent.AutoscaleJSON, t time.Time) []agent.ResizeJSON {
+	if v == nil {
+		return nil
+	}
+	var out []agent.ResizeJSON
+	prev := int64(-1)
+	for _, r := range v.Resizes {
+		if r.Outcome != "Applied" {
+			continue
+		}
+		req := r.Containers["app"].CPURequestMillicores
+		if r.DecidedAt.After(t) && prev >= 0 && req != 0 && req < prev {
+			out = append(out, r)
+		}
+		if req != 0 {
+			prev = req
+		}
+	}
+	return out
+}
+
+// podTimeline records when a pod's actual cpu limit changed, from a watch.
+type podTimeline struct {
+	mu     sync.Mutex
+	points []timelinePoint
+}
+
+type timelinePoint struct {
+	at               time.Time
+	statusLimitMilli int64
+}
+
+func watchPod(t *testing.T, ns, name string) *podTimeline {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	tl := &podTimeline{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			w, err := client.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()})
+			if err != nil {
+				time.Sleep(100 * time.Millisecond)
+				continue
+			}
+			for ev := range w.ResultChan() {
+				p, ok := ev.Object.(*corev1.Pod)
+				if !ok || len(p.Status.ContainerStatuses) == 0 || p.Status.ContainerStatuses[0].Resources == nil {
+					continue
+				}
+				lim := p.Status.ContainerStatuses[0].Resources.Limits[corev1.ResourceCPU]
+				tl.mu.Lock()
+				tl.points = append(tl.points, timelinePoint{time.Now(), lim.MilliValue()})
+				tl.mu.Unlock()
+			}
+			w.Stop()
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	return tl
+}
+
+// firstStatusCPULimit returns when the watch first saw the actual cpu limit
+// at limitMilli after t; zero if never.
+func (tl *podTimeline) firstStatusCPULimit(t time.Time, limitMilli int64) time.Time {
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	for _, p := range tl.points {
+		if p.at.After(t) && p.statusLimitMilli == limitMilli {
+			return p.at
+		}
+	}
+	return time.Time{}
+}
+
+func secondsSince(at, t time.Time) string {
+	if at.IsZero() {
+		return "(not seen)"
+	}
+	return fmt.Sprintf("%.2fs", at.Sub(t).Seconds())
+}
