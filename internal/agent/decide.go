@@ -587,17 +587,23 @@ func actualResources(pod *corev1.Pod, name string, st *corev1.ContainerStatus) r
 	if rr == nil {
 		return recommend.Resources{}
 	}
+	return resourcesOf(rr.Requests, rr.Limits)
+}
+
+// resourcesOf reads cpu (millicores) and memory (bytes) out of requests
+// and limits; a missing entry is 0.
+func resourcesOf(requests, limits corev1.ResourceList) recommend.Resources {
 	var r recommend.Resources
-	if q, ok := rr.Requests[corev1.ResourceCPU]; ok {
+	if q, ok := requests[corev1.ResourceCPU]; ok {
 		r.CPURequestMillis = q.MilliValue()
 	}
-	if q, ok := rr.Limits[corev1.ResourceCPU]; ok {
+	if q, ok := limits[corev1.ResourceCPU]; ok {
 		r.CPULimitMillis = q.MilliValue()
 	}
-	if q, ok := rr.Requests[corev1.ResourceMemory]; ok {
+	if q, ok := requests[corev1.ResourceMemory]; ok {
 		r.MemRequestBytes = q.Value()
 	}
-	if q, ok := rr.Limits[corev1.ResourceMemory]; ok {
+	if q, ok := limits[corev1.ResourceMemory]; ok {
 		r.MemLimitBytes = q.Value()
 	}
 	return r

@@ -3,7 +3,6 @@ package agent
 import (
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/snug-dev/snug/internal/recommend"
@@ -114,20 +113,11 @@ func estimateJSON(e recommend.Estimate) EstimateJSON {
 func planTargets(p *resize.Plan) map[string]ResourcesJSON {
 	out := map[string]ResourcesJSON{}
 	for _, c := range p.Containers {
-		var r ResourcesJSON
-		if q, ok := c.Requests[corev1.ResourceCPU]; ok {
-			r.CPURequestMillicores = q.MilliValue()
+		r := resourcesOf(c.Requests, c.Limits)
+		out[c.Name] = ResourcesJSON{
+			CPURequestMillicores: r.CPURequestMillis, CPULimitMillicores: r.CPULimitMillis,
+			MemoryRequestBytes: r.MemRequestBytes, MemoryLimitBytes: r.MemLimitBytes,
 		}
-		if q, ok := c.Limits[corev1.ResourceCPU]; ok {
-			r.CPULimitMillicores = q.MilliValue()
-		}
-		if q, ok := c.Requests[corev1.ResourceMemory]; ok {
-			r.MemoryRequestBytes = q.Value()
-		}
-		if q, ok := c.Limits[corev1.ResourceMemory]; ok {
-			r.MemoryLimitBytes = q.Value()
-		}
-		out[c.Name] = r
 	}
 	return out
 }
