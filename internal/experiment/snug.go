@@ -1,0 +1,215 @@
+package experiment
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// SnugOptions says how to run snug's agent and controller as processes of
+// this machine against a cluster whose node is this machine (the lab).
+type SnugOptions struct {
+	// Binary is the snug binary to run.
+	Binary string
+	// Node is the name of this machine's node, for the agent's --node.
+	Node string
+	// Kubeconfig is the agent's kubeconfig.
+	Kubeconfig string
+	// ControllerKubeconfig is the controller's kubeconfig; empty means
+	// Kubeconfig.
+	ControllerKubeconfig string
+	// AgentArgs and ControllerArgs are appended to each command line
+	// (they may override the defaults, the last flag wins).
+	AgentArgs, ControllerArgs []string
+	// LogDir receives agent.log and controller.log; it is created.
+	LogDir string
+	// LeaseNamespace is where the controller's leader election Lease lives;
+	// empty means kube-system.
+	LeaseNamespace string
+	// Timeout bounds each start-up wait; zero means DefaultTimeout.
+	Timeout time.Duration
+}
+
+// Snug is a running agent and controller, started by StartSnug.
+type Snug struct {
+	// AgentURL is the agent's HTTP base (http://127.0.0.1:port): /metrics,
+	// /readyz, /api/v1/.
+	AgentURL string
+	// ControllerMetricsURL is the controller's /metrics URL.
+	ControllerMetricsURL string
+	// AgentLog and ControllerLog are the paths of their output.
+	AgentLog, ControllerLog string
+
+	agent, controller *proc
+}
+
+// proc is one started process and the channel its Wait result arrives on.
+type proc struct {
+	name   string
+	cmd    *exec.Cmd
+	log    *os.File
+	exited chan error
+}
+
+func startProc(name, logPath, bin string, args ...string) (*proc, error) {
+	f, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = f, f
+	if err := cmd.Start(); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("starting snug %s: %w", name, err)
+	}
+	p := &proc{name: name, cmd: cmd, log: f, exited: make(chan error, 1)}
+	go func() { p.exited <- cmd.Wait() }()
+	return p, nil
+}
+
+// exitedErr reports whether the process has already exited, without waiting.
+func (p *proc) exitedErr() error {
+	select {
+	case err := <-p.exited:
+		p.exited <- err
+		return fmt.Errorf("snug %s exited early: %v (log %s)", p.name, err, p.log.Name())
+	default:
+		return nil
+	}
+}
+
+// stop sends SIGTERM to the process by its PID and waits up to grace for it
+// to exit, then kills it.
+func (p *proc) stop(grace time.Duration) error {
+	defer p.log.Close()
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-p.exited:
+		p.exited <- err
+		if err != nil {
+			return fmt.Errorf("snug %s exited with %v after SIGTERM (log %s)", p.name, err, p.log.Name())
+		}
+		return nil
+	case <-time.After(grace):
+		_ = p.cmd.Process.Kill()
+		err := <-p.exited
+		p.exited <- err
+		return fmt.Errorf("snug %s did not stop within %v of SIGTERM (log %s)", p.name, grace, p.log.Name())
+	}
+}
+
+// StartSnug starts `snug agent --autoscale` and `snug controller
+// --install-crds` and returns once the agent is ready and the controller
+// holds its Lease. Stop ends both.
+func StartSnug(ctx context.Context, client kubernetes.Interface, o SnugOptions) (s *Snug, err error) {
+	if o.Binary == "" || o.Node == "" || o.Kubeconfig == "" || o.LogDir == "" {
+		return nil, errors.New("start snug: Binary, Node, Kubeconfig and LogDir are required")
+	}
+	if err := os.MkdirAll(o.LogDir, 0o755); err != nil {
+		return nil, err
+	}
+	timeout := Env{Timeout: o.Timeout}.timeout()
+	addrs, err := freeAddrs(3)
+	if err != nil {
+		return nil, err
+	}
+	s = &Snug{
+		AgentURL:             "http://" + addrs[0],
+		ControllerMetricsURL: "http://" + addrs[1] + "/metrics",
+		AgentLog:             filepath.Join(o.LogDir, "agent.log"),
+		ControllerLog:        filepath.Join(o.LogDir, "controller.log"),
+	}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, s.Stop())
+		}
+	}()
+	ckube := o.ControllerKubeconfig
+	if ckube == "" {
+		ckube = o.Kubeconfig
+	}
+	leaseNS := o.LeaseNamespace
+	if leaseNS == "" {
+		leaseNS = "kube-system"
+	}
+	s.controller, err = startProc("controller", s.ControllerLog, o.Binary, append([]string{"controller",
+		"--kubeconfig", ckube, "--install-crds", "--leader-election-namespace", leaseNS,
+		"--metrics-addr", addrs[1], "--health-addr", addrs[2]}, o.ControllerArgs...)...)
+	if err != nil {
+		return s, err
+	}
+	s.agent, err = startProc("agent", s.AgentLog, o.Binary, append([]string{"agent", "--autoscale",
+		"--node", o.Node, "--kubeconfig", o.Kubeconfig, "--listen", addrs[0], "-v", "1"}, o.AgentArgs...)...)
+	if err != nil {
+		return s, err
+	}
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	err = poll(wctx, 200*time.Millisecond, func(ctx context.Context) (bool, error) {
+		if err := errors.Join(s.agent.exitedErr(), s.controller.exitedErr()); err != nil {
+			return false, err
+		}
+		if !httpOK(s.AgentURL+"/readyz") || !httpOK("http://"+addrs[2]+"/healthz") {
+			return false, nil
+		}
+		l, err := client.CoordinationV1().Leases(leaseNS).Get(ctx, "snug-controller", metav1.GetOptions{})
+		return err == nil && l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "", nil
+	})
+	if err != nil {
+		return s, fmt.Errorf("waiting for snug's agent to be ready and its controller to lead: %w", err)
+	}
+	return s, nil
+}
+
+// Stop ends the agent and the controller by their PIDs (SIGTERM, then
+// SIGKILL after 30 s) and reports an unclean exit.
+func (s *Snug) Stop() error {
+	var errs []error
+	for _, p := range []*proc{s.agent, s.controller} {
+		if p != nil {
+			errs = append(errs, p.stop(30*time.Second))
+		}
+	}
+	s.agent, s.controller = nil, nil
+	return errors.Join(errs...)
+}
+
+func httpOK(url string) bool {
+	c := http.Client{Timeout: 2 * time.Second}
+	resp, err := c.Get(url)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+// freeAddrs returns n distinct free loopback addresses.
+func freeAddrs(n int) ([]string, error) {
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	var addrs []string
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		ls = append(ls, l)
+		addrs = append(addrs, l.Addr().String())
+	}
+	return addrs, nil
+}
