@@ -93,6 +93,13 @@ type podState struct {
 	ignoreOOM bool
 	rec       *recommend.Pod
 	opts      resize.Options
+	// uncontrolled is the policy's status.uncontrolledResources: resources
+	// an HPA scales the target on, which the agent never changes.
+	uncontrolled []corev1.ResourceName
+	// deferredRules is the policy's behavior.deferred; deferral the pod's
+	// Deferred resize, if any (deferred.go).
+	deferredRules deferredRules
+	deferral      *deferral
 
 	containers map[string]*containerState
 	// wanted is set when a container's decision of this pass resizes;
@@ -124,6 +131,19 @@ type sendJob struct {
 	plan      *resize.Plan
 	caps      []recommend.Cap
 	summary   string
+	// deferred is set for a behavior.deferred action (FitToNode or
+	// Revert), which sets the spec to spec and is no decision of the
+	// recommender's.
+	deferred string
+	spec     map[string]corev1.ResourceRequirements
+}
+
+// targets are the job's new values, for the JSON API.
+func (j sendJob) targets() map[string]ResourcesJSON {
+	if j.plan != nil {
+		return planTargets(j.plan)
+	}
+	return specTargets(j.spec)
 }
 
 type sendResult struct {
@@ -217,15 +237,28 @@ func (d *Decider) Observe(ctx context.Context, ref ContainerRef, p Point) {
 			ns: pod.Namespace, name: pod.Name, uid: pod.UID,
 			policy: pol.Namespace + "/" + pol.Name, policyKey: pk, mode: updateMode(pol),
 			ignoreOOM: ignoresOOMKills(pol), rec: rec, opts: opts,
-			containers: map[string]*containerState{},
+			containers: map[string]*containerState{}, deferredRules: deferredRulesOf(pol),
+			uncontrolled: slices.Clone(pol.Status.UncontrolledResources),
 		}
 		d.pods[pod.UID] = st
 	} else if st.rec == nil {
 		return // policy known to be unusable
 	}
+	if unc := pol.Status.UncontrolledResources; !slices.Equal(st.uncontrolled, unc) {
+		// The status changes without a new generation: keep the history,
+		// change what may be resized.
+		log.Info("policy's uncontrolled resources changed", "policy", st.policy, "uncontrolledResources", unc)
+		st.uncontrolled = slices.Clone(unc)
+		for name, cs := range st.containers {
+			cs.rules = rulesFor(containerPolicy(pol, name), st.uncontrolled)
+			if err := cs.rc.SetBounds(cs.rules.Bounds); err != nil {
+				log.Error(err, "applying uncontrolled resources", "container", name)
+			}
+		}
+	}
 	cs := st.containers[ref.Container]
 	if cs == nil {
-		rules := rulesFor(containerPolicy(pol, ref.Container))
+		rules := rulesFor(containerPolicy(pol, ref.Container), st.uncontrolled)
 		rc, err := st.rec.AddContainer(ref.Container, rules.Bounds, nil)
 		if err != nil {
 			log.Error(err, "starting to recommend")
@@ -307,7 +340,14 @@ func (d *Decider) PassDone(ctx context.Context) {
 			d.dropViews(uid)
 			continue
 		}
-		if !st.wanted || st.rec == nil {
+		if st.rec == nil {
+			continue
+		}
+		if d.handleDeferred(ctx, log, st, pod, now) {
+			st.wanted = false // the fit is in flight; decide again after it
+			continue
+		}
+		if !st.wanted {
 			continue
 		}
 		st.wanted = false
@@ -498,7 +538,8 @@ func (d *Decider) finish(log logr.Logger, r sendResult) {
 	rj := ResizeJSON{
 		Outcome: r.outcome.String(), Plan: r.job.summary, DecidedAt: r.job.decidedAt, SentAt: r.sentAt,
 		DecisionToPatchSeconds: r.patchedAt.Sub(r.job.decidedAt).Seconds(),
-		Containers:             planTargets(r.job.plan),
+		Containers:             r.job.targets(),
+		Deferred:               r.job.deferred,
 	}
 	if r.outcome == resize.Applied {
 		at := r.finishedAt
@@ -506,7 +547,11 @@ func (d *Decider) finish(log logr.Logger, r sendResult) {
 		rj.DecisionToAppliedSeconds = at.Sub(r.job.decidedAt).Seconds()
 		d.metrics.appliedLatency.Observe(rj.DecisionToAppliedSeconds)
 		log.Info("resized", "plan", r.job.summary, "decisionToPatchSeconds", round3(rj.DecisionToPatchSeconds), "decisionToAppliedSeconds", round3(rj.DecisionToAppliedSeconds))
-		d.event(pod, corev1.EventTypeNormal, ReasonResized, fmt.Sprintf("snug resized %s in %.1fs", r.job.summary, rj.DecisionToAppliedSeconds))
+		if r.job.deferred != "" {
+			d.event(pod, corev1.EventTypeNormal, ReasonFittedToNode, fmt.Sprintf("snug fitted a deferred resize to the node: %s, applied in %.1fs", r.job.summary, rj.DecisionToAppliedSeconds))
+		} else {
+			d.event(pod, corev1.EventTypeNormal, ReasonResized, fmt.Sprintf("snug resized %s in %.1fs", r.job.summary, rj.DecisionToAppliedSeconds))
+		}
 	} else {
 		msg := r.outcome.String()
 		if r.err != nil {
@@ -526,14 +571,18 @@ func (d *Decider) finish(log logr.Logger, r sendResult) {
 		return
 	}
 	st.inFlight = false
-	fb := recommend.Feedback{Outcome: r.outcome, Caps: r.job.caps}
-	if r.outcome == resize.Unknown {
-		fb.Outcome = resize.Timeout
+	// A deferred action is no decision of the recommender's: it sees the
+	// result in the actual resources.
+	if r.job.deferred == "" {
+		fb := recommend.Feedback{Outcome: r.outcome, Caps: r.job.caps}
+		if r.outcome == resize.Unknown {
+			fb.Outcome = resize.Timeout
+		}
+		if r.outcome == resize.Applied {
+			fb.Caps = nil
+		}
+		st.rec.Feedback(now, fb)
 	}
-	if r.outcome == resize.Applied {
-		fb.Caps = nil
-	}
-	st.rec.Feedback(now, fb)
 	// Views share st.resizes' array up to their length: append only, and
 	// trim into a fresh array.
 	st.resizes = append(st.resizes, rj)

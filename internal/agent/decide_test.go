@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -112,6 +113,8 @@ func (f *fakeKubelet) send(_ context.Context, pod *corev1.Pod, patch []byte) (*c
 	}
 	p.Generation++
 	p.Status.ObservedGeneration = p.Generation
+	// Granted: no resize is pending any more.
+	p.Status.Conditions = slices.DeleteFunc(p.Status.Conditions, func(c corev1.PodCondition) bool { return c.Type == corev1.PodResizePending })
 	p.Status.ContainerStatuses[0].AllocatedResources = p.Spec.Containers[0].Resources.Requests.DeepCopy()
 	_ = f.store.Update(p)
 	f.sent <- struct{}{}
@@ -285,7 +288,7 @@ func TestRulesFor(t *testing.T) {
 		ControlledValues: v1alpha1.ContainerControlledValuesRequestsOnly,
 		MinAllowed:       &v1alpha1.ResourceAmounts{CPU: ptr(resource.MustParse("20m"))},
 		MaxAllowed:       &v1alpha1.ResourceAmounts{CPU: ptr(resource.MustParse("2")), Memory: ptr(resource.MustParse("1Gi"))},
-	})
+	}, nil)
 	want := containerRules{
 		Bounds: recommend.Bounds{MinCPUMillis: 20, MaxCPUMillis: 2000, MaxMemBytes: 1 << 30, RequestsOnly: true, IgnoreMemory: true},
 		Policy: resize.Policy{
@@ -296,7 +299,7 @@ func TestRulesFor(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("rules (-want +got):\n%s", diff)
 	}
-	if off := rulesFor(v1alpha1.ContainerResourcePolicy{Mode: v1alpha1.ContainerScalingModeOff}); !off.Off || !off.Bounds.IgnoreCPU || !off.Bounds.IgnoreMemory {
+	if off := rulesFor(v1alpha1.ContainerResourcePolicy{Mode: v1alpha1.ContainerScalingModeOff}, nil); !off.Off || !off.Bounds.IgnoreCPU || !off.Bounds.IgnoreMemory {
 		t.Errorf("mode Off: %+v", off)
 	}
 }

@@ -33,6 +33,8 @@ type AutoscaleJSON struct {
 	Resizes []ResizeJSON `json:"resizes,omitempty"`
 	// ResizesLastHour counts the pod's resizes in the sliding hour.
 	ResizesLastHour int `json:"resizesLastHour"`
+	// Deferred is the pod's resize that the kubelet deferred, while it is.
+	Deferred *DeferredJSON `json:"deferred,omitempty"`
 }
 
 // RecommendationJSON is a recommend.Recommendation.
@@ -87,6 +89,10 @@ type ResizeJSON struct {
 	DecisionToAppliedSeconds float64    `json:"decisionToAppliedSeconds,omitempty"`
 	// Message explains an outcome other than Applied.
 	Message string `json:"message,omitempty"`
+	// Deferred is set when the resize was the policy's behavior.deferred
+	// action on a Deferred resize: FitToNode (lowered to the node's room)
+	// or Revert (nothing fitted; back to the actual resources).
+	Deferred string `json:"deferred,omitempty"`
 }
 
 // ResourcesJSON are a container's requests and limits, in millicores and
@@ -131,6 +137,7 @@ func (d *Decider) updateView(k key, st *podState, cs *containerState, now time.T
 		LastChange:      cs.lastChange,
 		Resizes:         st.resizes[:len(st.resizes):len(st.resizes)],
 		ResizesLastHour: st.rec.ResizesInLastHour(now),
+		Deferred:        st.deferredView(),
 	}
 	if !cs.lastTime.IsZero() {
 		dj := decisionJSON(cs.lastTime, cs.last)

@@ -31,6 +31,7 @@ type Metrics struct {
 	appliedLatency  prometheus.Histogram
 	budgetHits      prometheus.Counter
 	resizesLastHour prometheus.Histogram
+	deferredActions *prometheus.CounterVec
 
 	cpuUsage       *prometheus.GaugeVec
 	cpuLimit       *prometheus.GaugeVec
@@ -98,6 +99,10 @@ func newMetrics() *Metrics {
 			Help:    "Resizes of the pod in the sliding hour, observed each time one is sent.",
 			Buckets: []float64{1, 2, 3, 4, 6, 8, 12, 16, 20, 30, 60},
 		}),
+		deferredActions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "snug", Subsystem: "agent", Name: "deferred_actions_total",
+			Help: "behavior.deferred actions on resizes the kubelet deferred: Wait (left pending, once per deferral), FitToNode (lowered to the node's room), Revert (nothing fitted; back to the actual resources).",
+		}, []string{"action"}),
 		cpuUsage:       gauge("container_cpu_usage_cores", "CPU used over the last interval."),
 		cpuLimit:       gauge("container_cpu_limit_cores", "CFS quota over period; absent when unlimited."),
 		throttledRatio: gauge("container_cpu_throttled_ratio", "Share of the interval's runnable CFS periods that were throttled (0-1)."),
@@ -109,7 +114,7 @@ func newMetrics() *Metrics {
 		pressure:       gauge("container_pressure_stalled_ratio", "PSI: share of the interval some or all tasks stalled on a resource (0-1); cgroup v2 only.", "resource", "kind"),
 	}
 	m.reg.MustRegister(m.passDuration, m.tracked, m.readErrors, m.gone, m.findErrors,
-		m.decisions, m.outcomes, m.appliedLatency, m.budgetHits, m.resizesLastHour,
+		m.decisions, m.outcomes, m.appliedLatency, m.budgetHits, m.resizesLastHour, m.deferredActions,
 		m.cpuUsage, m.cpuLimit, m.throttledRatio, m.throttledRate, m.workingSet, m.memoryLimit, m.headroom, m.oomKills, m.pressure,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m

@@ -229,12 +229,29 @@ type containerRules struct {
 	Policy resize.Policy
 }
 
-func rulesFor(cp v1alpha1.ContainerResourcePolicy) containerRules {
+// rulesFor reads a container policy. uncontrolled is the policy's
+// status.uncontrolledResources (the resources an HPA scales the target on):
+// they are taken out of controlledResources, so the container is still
+// learnt but never resized in them.
+func rulesFor(cp v1alpha1.ContainerResourcePolicy, uncontrolled []corev1.ResourceName) containerRules {
 	r := containerRules{Off: cp.Mode == v1alpha1.ContainerScalingModeOff}
-	if len(cp.ControlledResources) > 0 {
-		r.Bounds.IgnoreCPU = !slices.Contains(cp.ControlledResources, corev1.ResourceCPU)
-		r.Bounds.IgnoreMemory = !slices.Contains(cp.ControlledResources, corev1.ResourceMemory)
-		r.Policy.ControlledResources = slices.Clone(cp.ControlledResources)
+	controlled := cp.ControlledResources
+	if len(uncontrolled) > 0 {
+		if len(controlled) == 0 {
+			controlled = []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory}
+		}
+		// Never nil: an empty list controls nothing (nil would mean both).
+		controlled = slices.DeleteFunc(slices.Clone(controlled), func(n corev1.ResourceName) bool {
+			return slices.Contains(uncontrolled, n)
+		})
+	}
+	if controlled != nil {
+		r.Bounds.IgnoreCPU = !slices.Contains(controlled, corev1.ResourceCPU)
+		r.Bounds.IgnoreMemory = !slices.Contains(controlled, corev1.ResourceMemory)
+		r.Policy.ControlledResources = slices.Clone(controlled)
+		if r.Policy.ControlledResources == nil {
+			r.Policy.ControlledResources = []corev1.ResourceName{}
+		}
 	}
 	if r.Off {
 		r.Bounds.IgnoreCPU, r.Bounds.IgnoreMemory = true, true

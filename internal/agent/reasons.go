@@ -9,4 +9,12 @@ const (
 	// rejected the patch, or the kubelet deferred, found infeasible (then
 	// the spec is reverted) or failed the resize.
 	ReasonResizeRefused = "ResizeRefused"
+	// ReasonResizeDeferred: the kubelet deferred a resize and the policy's
+	// behavior.deferred.action is Wait, so it stays pending (once per
+	// deferral).
+	ReasonResizeDeferred = "ResizeDeferred"
+	// ReasonFittedToNode: a resize deferred for behavior.deferred.afterSeconds
+	// was lowered to what the node has room for (FitToNode), or set back to
+	// the actual resources when nothing fitted, and the kubelet applied it.
+	ReasonFittedToNode = "FittedToNode"
 )

@@ -89,17 +89,26 @@ type Config struct {
 	// MemoryNearLimitFraction grows memory at once when the headroom to the
 	// limit is below this share of the limit. Default 0.10.
 	MemoryNearLimitFraction float64
-	// MemoryForecast grows memory at once when the working set, growing at
-	// its recent rate, would reach the limit within this time; a grow also
-	// covers this much further growth. Default 1m.
+	// MemoryForecast grows memory at once when the working set, rising
+	// steadily (MemoryCreepSamples), would reach the limit within this time
+	// at its rate; such a grow also covers this much further growth.
+	// Default 1m.
 	MemoryForecast time.Duration
+	// MemoryCreepSamples is how many consecutive samples, each with a
+	// higher working set than the one before, make a rise a trend that the
+	// forecast may act on. The rate is the run's slowest rise. Default 5:
+	// one allocation (a jump, then flat) is never a trend.
+	MemoryCreepSamples int
 	// MemoryPressureFraction grows memory at once when PSI (if present)
 	// shows at least this share of the last sample stalled on memory while
 	// the working set is within 25% of the limit or the limit was hit.
 	// Default 0.10.
 	MemoryPressureFraction float64
-	// MemoryGrowthFactor multiplies the memory limit on a fast-path grow.
-	// Default 1.5.
+	// MemoryGrowthFactor multiplies the memory limit on a fast-path grow
+	// where the working set cannot show the demand: an OOM kill, the limit
+	// hit, memory stalls. Other grows go to the peak working set plus
+	// MemoryHeadroom (at least GrowBand above the limit). Two factors bound
+	// any one grow. Default 1.5.
 	MemoryGrowthFactor float64
 	// MemoryOOMMinBumpBytes is the least an OOM kill grows the memory limit
 	// by. Default 32 MiB.
@@ -160,6 +169,7 @@ func DefaultConfig() Config {
 
 		MemoryNearLimitFraction: 0.10,
 		MemoryForecast:          time.Minute,
+		MemoryCreepSamples:      5,
 		MemoryPressureFraction:  0.10,
 		MemoryGrowthFactor:      1.5,
 		MemoryOOMMinBumpBytes:   32 << 20,
@@ -241,6 +251,9 @@ func (c Config) Validate() error {
 
 	within("memory near-limit fraction", c.MemoryNearLimitFraction, 0, 1, true)
 	positive("memory forecast", c.MemoryForecast)
+	if c.MemoryCreepSamples < 1 {
+		errs = append(errs, fmt.Errorf("memory creep samples %d must be at least 1", c.MemoryCreepSamples))
+	}
 	within("memory pressure fraction", c.MemoryPressureFraction, 0, 1, true)
 	within("memory growth factor", c.MemoryGrowthFactor, 1, 100, true)
 	if c.MemoryOOMMinBumpBytes < 0 {

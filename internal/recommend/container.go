@@ -81,6 +81,12 @@ type Container struct {
 	slope      float64 // bytes per second
 	peak       windowMax
 	pendingOOM bool
+	// rise counts the consecutive samples whose working set rose, since the
+	// last one that did not and since the memory resources last changed;
+	// riseMinRate is the smallest of those rises, in bytes per second. A
+	// creep needs MemoryCreepSamples of them: one allocation is not a trend.
+	rise        int
+	riseMinRate float64
 
 	last Decision
 }
@@ -121,7 +127,7 @@ func (c *Container) OOMKilled() { c.pendingOOM = true }
 func (c *Container) Observe(now time.Time, sig cgroup.Signals, cur Resources) Decision {
 	c.cur = cur
 	cpuChanged := c.cpu.noteCurrent(cur.CPURequestMillis, cur.CPULimitMillis)
-	c.mem.noteCurrent(cur.MemRequestBytes, cur.MemLimitBytes)
+	memChanged := c.mem.noteCurrent(cur.MemRequestBytes, cur.MemLimitBytes)
 	c.expireInFlight(now)
 
 	// Learn.
@@ -145,15 +151,29 @@ func (c *Container) Observe(now time.Time, sig cgroup.Signals, cur Resources) De
 	if !c.lastWSTime.IsZero() && now.After(c.lastWSTime) {
 		dt := now.Sub(c.lastWSTime).Seconds()
 		a := 1 - math.Exp(-dt/memorySlopeTau.Seconds())
-		c.slope += a * ((ws-c.lastWS)/dt - c.slope)
+		rate := (ws - c.lastWS) / dt
+		c.slope += a * (rate - c.slope)
+		if rate > 0 {
+			if c.rise == 0 || rate < c.riseMinRate {
+				c.riseMinRate = rate
+			}
+			c.rise++
+		} else {
+			c.rise = 0
+		}
 	}
 	c.lastWS, c.lastWSTime = ws, now
+	if memChanged {
+		// Samples from before a resize are no evidence about the new size:
+		// a rise must be seen again, after it.
+		c.rise, c.riseMinRate = 0, 0
+	}
 
 	cpuCand := c.cpuFast(sig, cpuChanged)
 	if cpuCand.Action == Hold && cpuCand.Reason.Why != WhyLimitFixed && cpuCand.Reason.Why != WhyNoRequest {
 		cpuCand = c.baseline(now, &c.cpu, cur.CPURequestMillis, cur.CPULimitMillis)
 	}
-	memCand := c.memoryFast(now, sig)
+	memCand := c.memoryFast(now, sig, memChanged)
 	if memCand.Action == Hold && memCand.Reason.Why != WhyLimitFixed && memCand.Reason.Why != WhyNoRequest {
 		memCand = c.baseline(now, &c.mem, cur.MemRequestBytes, cur.MemLimitBytes)
 	}
@@ -251,20 +271,21 @@ func (c *Container) cpuFast(sig cgroup.Signals, changed bool) Change {
 }
 
 // memoryFast is the memory fast path: an OOM kill, a working set near the
-// limit, one that would reach it within MemoryForecast, or PSI memory stalls
-// near it grow memory at once.
-func (c *Container) memoryFast(now time.Time, sig cgroup.Signals) Change {
+// limit, one rising steadily towards it (MemoryForecast), or PSI memory
+// stalls near it grow memory at once. changed is true for the sample that
+// first shows new memory resources: it straddles the resize, so only an OOM
+// kill counts in it. A grow is evidence-based: it is sized from the peak
+// working set plus headroom, by a fixed factor only where the working set
+// cannot show the demand (the limit was hit, stalls), and by the forecast
+// only for a sustained rise; and another grow needs new samples that show
+// the same at the new size.
+func (c *Container) memoryFast(now time.Time, sig cgroup.Signals, changed bool) Change {
 	cfg := c.cfg
 	ws := float64(sig.MemoryWorkingSetBytes)
 	limit := float64(c.cur.MemLimitBytes)
 	if sig.MemoryLimited {
 		limit = ws + float64(sig.MemoryHeadroomBytes)
 	}
-	forecastWS := ws + max(c.slope, 0)*cfg.MemoryForecast.Seconds()
-	// A fast creep may ask for more than one growth step, but not more than
-	// two: the slope of a single burst is not a trend.
-	want := min(max(limit*cfg.MemoryGrowthFactor, forecastWS*(1+cfg.MemoryHeadroom)),
-		limit*cfg.MemoryGrowthFactor*cfg.MemoryGrowthFactor)
 
 	if sig.OOMKillsDelta > 0 || c.pendingOOM {
 		c.pendingOOM = false
@@ -284,24 +305,45 @@ func (c *Container) memoryFast(now time.Time, sig cgroup.Signals) Change {
 		// No forecast here: the slope into a kill is one burst, not a trend.
 		return c.growLimit(&c.mem, max(bumped, ws*(1+cfg.MemoryHeadroom)), true, r)
 	}
-	if limit <= 0 {
+	if limit <= 0 || changed {
 		return Change{}
 	}
 	headroom := limit - ws
 	frac := headroom / limit
+	// The creep rate: only a sustained rise, and at the pace of its slowest
+	// step, so that one allocation burst inside the run is not a trend.
+	rate := 0.0
+	if c.rise >= cfg.MemoryCreepSamples {
+		rate = min(max(c.slope, 0), c.riseMinRate)
+	}
+	stalled := sig.PSIPresent && sig.MemoryPressure.SomeStalledFraction >= cfg.MemoryPressureFraction
+	hit := sig.MemoryLimitHitsDelta > 0
+	var why Reason
 	switch {
 	case frac < cfg.MemoryNearLimitFraction:
-		return c.growLimit(&c.mem, want, true, Reason{
-			Why: WhyMemoryNearLimit, Memory: true, Value: int64(ws), Limit: int64(limit), Fraction: max(frac, 0)})
-	case c.slope > 0 && headroom/c.slope < cfg.MemoryForecast.Seconds():
-		return c.growLimit(&c.mem, want, true, Reason{
-			Why: WhyMemoryCreep, Memory: true, Value: int64(ws), Limit: int64(limit), Duration: seconds(headroom / c.slope)})
-	case sig.PSIPresent && sig.MemoryPressure.SomeStalledFraction >= cfg.MemoryPressureFraction &&
-		(frac < pressureHeadroomFraction || sig.MemoryLimitHitsDelta > 0):
-		return c.growLimit(&c.mem, want, true, Reason{
-			Why: WhyMemoryPressure, Memory: true, Value: int64(ws), Limit: int64(limit), Fraction: sig.MemoryPressure.SomeStalledFraction})
+		why = Reason{Why: WhyMemoryNearLimit, Memory: true, Value: int64(ws), Limit: int64(limit), Fraction: max(frac, 0)}
+	case rate > 0 && headroom/rate < cfg.MemoryForecast.Seconds():
+		why = Reason{Why: WhyMemoryCreep, Memory: true, Value: int64(ws), Limit: int64(limit), Duration: seconds(headroom / rate)}
+	case stalled && (frac < pressureHeadroomFraction || hit):
+		why = Reason{Why: WhyMemoryPressure, Memory: true, Value: int64(ws), Limit: int64(limit), Fraction: sig.MemoryPressure.SomeStalledFraction}
+	default:
+		return Change{}
 	}
-	return Change{}
+	// Peak plus headroom, and a real step. Where the limit was hit or the
+	// container stalls, the working set is held down by the limit and
+	// understates the demand; a sustained rise will want more: both step by
+	// the growth factor, and a rise gets MemoryForecast more of it. Never
+	// more than two factors at once.
+	want := max(c.peak.max(now), ws) * (1 + cfg.MemoryHeadroom)
+	want = max(want, limit*(1+cfg.GrowBand))
+	if hit || stalled || rate > 0 {
+		want = max(want, limit*cfg.MemoryGrowthFactor)
+	}
+	if rate > 0 {
+		want = max(want, (ws+rate*cfg.MemoryForecast.Seconds())*(1+cfg.MemoryHeadroom))
+	}
+	want = min(want, limit*cfg.MemoryGrowthFactor*cfg.MemoryGrowthFactor)
+	return c.growLimit(&c.mem, want, true, why)
 }
 
 // growLimit turns a wanted limit into a grow of the request that, with the

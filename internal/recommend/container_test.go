@@ -129,7 +129,8 @@ func TestFastPath(t *testing.T) {
 		name: "working set within 10% of the limit grows memory",
 		cur:  burstable, s: sig{cpuMillis: 50, cpuLimit: 100, wsBytes: 240 * mi, memLimit: 256 * mi}, n: 1,
 		cpu: Change{Request: 50, Limit: 100, Reason: Reason{Why: WhyWarmingUp, Duration: 59 * time.Second}},
-		memory: Change{Action: Grow, Request: 192 * mi, Limit: 384 * mi, Fast: true,
+		// To the peak plus 20%: 288Mi, not a multiple of the limit.
+		memory: Change{Action: Grow, Request: 144 * mi, Limit: 288 * mi, Fast: true,
 			Reason: Reason{Why: WhyMemoryNearLimit, Memory: true, Value: 240 * mi, Limit: 256 * mi, Request: 128 * mi, Fraction: 1.0 / 16}},
 	}, {
 		name: "memory pressure near the limit grows memory",
