@@ -225,7 +225,7 @@ func (d *Decider) Observe(ctx context.Context, ref ContainerRef, p Point) {
 	}
 	cs := st.containers[ref.Container]
 	if cs == nil {
-		rules := rulesFor(containerPolicy(pol, ref.Container))
+		rules := rulesForPod(containerPolicy(pol, ref.Container), ref.QOSClass)
 		rc, err := st.rec.AddContainer(ref.Container, rules.Bounds, nil)
 		if err != nil {
 			log.Error(err, "starting to recommend")
