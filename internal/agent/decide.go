@@ -111,8 +111,11 @@ type podState struct {
 }
 
 type containerState struct {
-	rc          *recommend.Container
-	rules       containerRules
+	rc    *recommend.Container
+	rules containerRules
+	// qos is the pod's QoS class when the container was first seen (it
+	// never changes: snug keeps it, the API server refuses a change).
+	qos         corev1.PodQOSClass
 	containerID string
 	last        recommend.Decision
 	lastTime    time.Time
@@ -250,7 +253,7 @@ func (d *Decider) Observe(ctx context.Context, ref ContainerRef, p Point) {
 		log.Info("policy's uncontrolled resources changed", "policy", st.policy, "uncontrolledResources", unc)
 		st.uncontrolled = slices.Clone(unc)
 		for name, cs := range st.containers {
-			cs.rules = rulesFor(containerPolicy(pol, name), st.uncontrolled)
+			cs.rules = rulesForPod(containerPolicy(pol, name), st.uncontrolled, cs.qos)
 			if err := cs.rc.SetBounds(cs.rules.Bounds); err != nil {
 				log.Error(err, "applying uncontrolled resources", "container", name)
 			}
@@ -258,13 +261,13 @@ func (d *Decider) Observe(ctx context.Context, ref ContainerRef, p Point) {
 	}
 	cs := st.containers[ref.Container]
 	if cs == nil {
-		rules := rulesFor(containerPolicy(pol, ref.Container), st.uncontrolled)
+		rules := rulesForPod(containerPolicy(pol, ref.Container), st.uncontrolled, ref.QOSClass)
 		rc, err := st.rec.AddContainer(ref.Container, rules.Bounds, nil)
 		if err != nil {
 			log.Error(err, "starting to recommend")
 			return
 		}
-		cs = &containerState{rc: rc, rules: rules}
+		cs = &containerState{rc: rc, rules: rules, qos: ref.QOSClass}
 		st.containers[ref.Container] = cs
 	}
 	status := containerStatus(pod, ref.Container)

@@ -229,6 +229,19 @@ type containerRules struct {
 	Policy resize.Policy
 }
 
+// rulesForPod is rulesFor for a container of a pod of the given QoS class.
+// A Guaranteed container stays Guaranteed, so under RequestsOnly the planner
+// moves its limit with its request (resize.LimitFollowsRequest); the
+// recommender must then not treat the limit as fixed, or it would never ask
+// for more than the limit a throttled Guaranteed container already has.
+func rulesForPod(cp v1alpha1.ContainerResourcePolicy, uncontrolled []corev1.ResourceName, qos corev1.PodQOSClass) containerRules {
+	r := rulesFor(cp, uncontrolled)
+	if qos == corev1.PodQOSGuaranteed {
+		r.Bounds.RequestsOnly = false
+	}
+	return r
+}
+
 // rulesFor reads a container policy. uncontrolled is the policy's
 // status.uncontrolledResources (the resources an HPA scales the target on):
 // they are taken out of controlledResources, so the container is still

@@ -29,7 +29,7 @@ func newBenchCommand(stdout, _ io.Writer) *cobra.Command {
 		Short: "Measure snug's own cost and print the figures",
 		Args:  cobra.NoArgs,
 	}
-	cmd.AddCommand(newBenchAgentCommand(stdout))
+	cmd.AddCommand(newBenchAgentCommand(stdout), newBenchQoSCommand(stdout))
 	return cmd
 }
 

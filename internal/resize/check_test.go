@@ -227,7 +227,11 @@ func checkResult(t testing.TB, in Input, plan *Plan, err error) {
 		}
 		if w, ok := wishes[o.Name]; ok && w.Policy != nil && w.Policy.ControlledValues == RequestsOnly {
 			for _, r := range resources {
-				if ov[r].lim != nv[r].lim {
+				if ov[r].lim == nv[r].lim {
+					continue
+				}
+				// A Guaranteed pod stays Guaranteed: its limit follows its request.
+				if currentQoS(in.Pod) != corev1.PodQOSGuaranteed || nv[r].lim != nv[r].req {
 					t.Fatalf("container %s: RequestsOnly changed the %s limit", o.Name, r.name())
 				}
 			}

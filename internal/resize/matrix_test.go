@@ -107,7 +107,7 @@ func TestNewPlanMatrix(t *testing.T) {
 			t.Errorf("the matrix never refused with %s", r)
 		}
 	}
-	for _, a := range []Adjustment{CappedToLimit, KeptAboveUsage, DecreaseStepLimited, KeptBurstable, CappedToNodeRoom, NodeRoomUnchecked, NoRoomSentAnyway, LoweredWithoutUsage} {
+	for _, a := range []Adjustment{CappedToLimit, LimitFollowsRequest, KeptAboveUsage, DecreaseStepLimited, KeptBurstable, CappedToNodeRoom, NodeRoomUnchecked, NoRoomSentAnyway, LoweredWithoutUsage} {
 		if adjusted[a] == 0 {
 			t.Errorf("the matrix never made adjustment %s", a)
 		}

@@ -63,7 +63,9 @@ const (
 	// limit to keep its limit:request ratio. It never adds a limit.
 	RequestsAndLimits ControlledValues = "RequestsAndLimits"
 	// RequestsOnly sets requests and never touches limits; a request is
-	// capped at its limit (note CappedToLimit).
+	// capped at its limit (note CappedToLimit). The exception is a
+	// container of a Guaranteed pod: it stays Guaranteed, so its limit
+	// follows its request (note LimitFollowsRequest).
 	RequestsOnly ControlledValues = "RequestsOnly"
 )
 
@@ -187,8 +189,9 @@ func (t *target) changed() bool { return t.next != t.cur }
 //  2. The wish is turned into new values: explicit values as given; a
 //     target clamped to minAllowed/maxAllowed, with limits scaled to keep
 //     their ratio (RequestsAndLimits) or requests capped at their limits
-//     (RequestsOnly). CPU is counted in whole millicores and memory in whole
-//     bytes, rounding up. A BestEffort pod is never given requests.
+//     (RequestsOnly; in a Guaranteed pod the limit follows the request).
+//     CPU is counted in whole millicores and memory in whole bytes,
+//     rounding up. A BestEffort pod is never given requests.
 //  3. Memory never drops below usage * (1 + MemoryHeadroom), nor by more
 //     than MaxMemoryDecreaseFraction of its current value per plan. A memory
 //     limit is never lowered or added without a usage figure.

@@ -97,6 +97,84 @@ func guaranteed() *corev1.Pod {
 	return newPod("db").with(ctr("app", "500m/500m", "512Mi/512Mi")).get()
 }
 
+// TestNewPlanGuaranteedRequestsOnly: a Guaranteed container stays
+// Guaranteed, so under RequestsOnly its limit follows its request (the field
+// report's wall 4, where VPA held the limit and fell back to eviction).
+func TestNewPlanGuaranteedRequestsOnly(t *testing.T) {
+	wall4 := newPod("qos").with(ctr("app", "100m/100m", "64Mi/64Mi")).get()
+	runPlanCases(t, []planCase{
+		{
+			name:    "cpu increase raises the limit with the request",
+			pod:     wall4,
+			wish:    []ContainerWish{aim("app", requestsOnly, "cpu=400m")},
+			want:    map[string]string{"app": "cpu=400m/400m memory=64Mi/64Mi"},
+			wantAdj: []Adjustment{LimitFollowsRequest},
+		},
+		{
+			name:    "cpu decrease lowers the limit with the request",
+			pod:     guaranteed(),
+			wish:    []ContainerWish{aim("app", requestsOnly, "cpu=250m")},
+			want:    map[string]string{"app": "cpu=250m/250m memory=512Mi/512Mi"},
+			wantAdj: []Adjustment{LimitFollowsRequest},
+		},
+		{
+			name:    "memory increase raises the limit",
+			pod:     guaranteed(),
+			wish:    []ContainerWish{aim("app", requestsOnly, "cpu=500m", "memory=1Gi")},
+			want:    map[string]string{"app": "cpu=500m/500m memory=1Gi/1Gi"},
+			wantAdj: []Adjustment{LimitFollowsRequest},
+		},
+		{
+			name:       "memory limit never lowered without usage",
+			pod:        guaranteed(),
+			wish:       []ContainerWish{aim("app", requestsOnly, "memory=256Mi")},
+			wantReason: ReasonUsageUnknown,
+		},
+		{
+			name:    "memory decrease stops above usage, limit included",
+			pod:     guaranteed(),
+			wish:    []ContainerWish{aim("app", requestsOnly, "memory=256Mi")},
+			usage:   map[string]Usage{"app": {MemoryWorkingSetBytes: 400 << 20}},
+			want:    map[string]string{"app": "cpu=500m/500m memory=480Mi/480Mi"},
+			wantAdj: []Adjustment{KeptAboveUsage, LimitFollowsRequest},
+		},
+		{
+			name:    "maxAllowed bounds request and limit",
+			pod:     wall4,
+			wish:    []ContainerWish{aim("app", &Policy{ControlledValues: RequestsOnly, MaxAllowed: rl("cpu=250m")}, "cpu=400m")},
+			want:    map[string]string{"app": "cpu=250m/250m memory=64Mi/64Mi"},
+			wantAdj: []Adjustment{CappedToMaxAllowed, LimitFollowsRequest},
+		},
+		{
+			name: "one container of several moves, the pod stays guaranteed",
+			pod: newPod("qos").with(
+				ctr("app", "100m/100m", "64Mi/64Mi"),
+				ctr("proxy", "50m/50m", "32Mi/32Mi"),
+			).get(),
+			wish:    []ContainerWish{aim("app", requestsOnly, "cpu=400m")},
+			want:    map[string]string{"app": "cpu=400m/400m memory=64Mi/64Mi"},
+			wantAdj: []Adjustment{LimitFollowsRequest},
+		},
+		{
+			name:    "node room caps request and limit together",
+			pod:     wall4,
+			wish:    []ContainerWish{aim("app", requestsOnly, "cpu=400m")},
+			node:    rl("cpu=1", "memory=8Gi"),
+			others:  rl("cpu=700m"),
+			opts:    Options{NoRoom: NoRoomCap},
+			want:    map[string]string{"app": "cpu=300m/300m memory=64Mi/64Mi"},
+			wantAdj: []Adjustment{LimitFollowsRequest, CappedToNodeRoom},
+		},
+		{
+			name:    "a burstable pod keeps its limit",
+			pod:     burstable(),
+			wish:    []ContainerWish{aim("app", requestsOnly, "cpu=400m")},
+			want:    map[string]string{"app": "cpu=200m/200m memory=128Mi/256Mi"},
+			wantAdj: []Adjustment{CappedToLimit},
+		},
+	})
+}
+
 func TestNewPlanPolicy(t *testing.T) {
 	runPlanCases(t, []planCase{
 		{
@@ -146,18 +224,6 @@ func TestNewPlanPolicy(t *testing.T) {
 			pod:  guaranteed(),
 			wish: []ContainerWish{aim("app", nil, "cpu=1", "memory=1Gi")},
 			want: map[string]string{"app": "cpu=1/1 memory=1Gi/1Gi"},
-		},
-		{
-			name:       "guaranteed with requests only cannot lower a request",
-			pod:        guaranteed(),
-			wish:       []ContainerWish{aim("app", requestsOnly, "cpu=250m")},
-			wantReason: ReasonQoSChange,
-		},
-		{
-			name:    "guaranteed with requests only cannot raise past the limit",
-			pod:     guaranteed(),
-			wish:    []ContainerWish{aim("app", requestsOnly, "cpu=2")},
-			wantAdj: []Adjustment{CappedToLimit},
 		},
 		{
 			name:       "best effort gets no requests",

@@ -82,8 +82,12 @@ type Adjustment string
 // The adjustments a Note can report.
 const (
 	// CappedToLimit: under RequestsOnly a request was lowered to its
-	// unchanged limit.
+	// unchanged limit (never in a Guaranteed pod; see LimitFollowsRequest).
 	CappedToLimit Adjustment = "CappedToLimit"
+	// LimitFollowsRequest: under RequestsOnly the limit of a container in a
+	// Guaranteed pod was moved with its request, so the pod stays
+	// Guaranteed.
+	LimitFollowsRequest Adjustment = "LimitFollowsRequest"
 	// RaisedToMinAllowed: a target was raised to the policy's minAllowed.
 	RaisedToMinAllowed Adjustment = "RaisedToMinAllowed"
 	// CappedToMaxAllowed: a target was lowered to the policy's maxAllowed.

@@ -66,13 +66,26 @@ func (p *planner) applyPolicy(t *target) *Refusal {
 				return refusal
 			}
 		}
-		if pol.mode() == RequestsAndLimits && cur.lim.set && cur.req.set && cur.req.units > 0 {
+		mode := pol.mode()
+		// A Guaranteed container stays Guaranteed: under RequestsOnly its
+		// limit follows its request. Holding the limit would cap every
+		// increase at the current value and turn every decrease into a QoS
+		// change the API server rejects, so a literal RequestsOnly could only
+		// hold; VPA, which holds the limit, falls back to eviction instead.
+		follow := mode == RequestsOnly && p.qos == corev1.PodQOSGuaranteed && cur.lim.set
+		if follow {
+			mode = RequestsAndLimits
+		}
+		if mode == RequestsAndLimits && cur.lim.set && cur.req.set && cur.req.units > 0 {
 			next.lim = some(mulDivCeil(next.req.units, cur.lim.units, cur.req.units))
 			if r == memory {
 				if next.lim, refusal = p.lowerMemory(t, cur.lim, next.lim, true); refusal != nil {
 					return refusal
 				}
 			}
+		}
+		if follow && next.lim != cur.lim {
+			p.note(t, r, LimitFollowsRequest, "%s limit set to %s with its request: the pod is Guaranteed and stays so", r.name(), format(r, next.lim.units))
 		}
 		if next.lim.set && next.req.units > next.lim.units {
 			p.note(t, r, CappedToLimit, "%s request %s capped to its limit %s", r.name(), format(r, next.req.units), format(r, next.lim.units))

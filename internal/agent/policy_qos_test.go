@@ -1,0 +1,63 @@
+package agent
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+
+	"github.com/snug-dev/snug/api/v1alpha1"
+	"github.com/snug-dev/snug/internal/resize"
+)
+
+// TestRulesForPodGuaranteed: under RequestsOnly a Guaranteed container's
+// limit follows its request, so the recommender must not hold it fixed;
+// other classes keep RequestsOnly as written.
+func TestRulesForPodGuaranteed(t *testing.T) {
+	cp := v1alpha1.ContainerResourcePolicy{ContainerName: "app", ControlledValues: v1alpha1.ContainerControlledValuesRequestsOnly}
+	for qos, wantFixed := range map[corev1.PodQOSClass]bool{
+		corev1.PodQOSGuaranteed: false,
+		corev1.PodQOSBurstable:  true,
+	} {
+		r := rulesForPod(cp, nil, qos)
+		if r.Bounds.RequestsOnly != wantFixed {
+			t.Errorf("%s: Bounds.RequestsOnly = %v, want %v", qos, r.Bounds.RequestsOnly, wantFixed)
+		}
+		if r.Policy.ControlledValues != resize.RequestsOnly {
+			t.Errorf("%s: planner policy %s, want RequestsOnly (the planner moves a Guaranteed limit itself)", qos, r.Policy.ControlledValues)
+		}
+	}
+}
+
+// TestDeciderGrowsAGuaranteedRequestsOnlyContainer is the field report's
+// wall 4 in the decision step: a Guaranteed container under RequestsOnly,
+// throttled at its limit, is grown with its limit and stays Guaranteed.
+func TestDeciderGrowsAGuaranteedRequestsOnlyContainer(t *testing.T) {
+	ctx := context.Background()
+	pod := testPod("p", map[string]string{"app": "load"}, rl("100m", "64Mi"), rl("100m", "64Mi"))
+	pol := selectorPolicy("pol", v1alpha1.UpdateModeInPlaceOrRecreate)
+	pol.Spec.ResourcePolicy = &v1alpha1.PodResourcePolicy{ContainerPolicies: []v1alpha1.ContainerResourcePolicy{{
+		ContainerName: "*", ControlledValues: v1alpha1.ContainerControlledValuesRequestsOnly,
+	}}}
+	_, d, fk := newTestDecider(t, false, []*corev1.Pod{pod}, pol)
+	d.Observe(ctx, refOf(pod), throttled(time.Now(), 100))
+	d.PassDone(ctx)
+	select {
+	case <-fk.sent:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no resize sent for a throttled Guaranteed container under RequestsOnly")
+	}
+	stored, err := corelisters.NewPodLister(fk.store).Pods("ns").Get("p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := stored.Spec.Containers[0].Resources
+	if r.Requests.Cpu().MilliValue() <= 100 || !r.Requests.Cpu().Equal(*r.Limits.Cpu()) || !r.Requests.Memory().Equal(*r.Limits.Memory()) {
+		t.Errorf("resources after the resize %v / %v: want cpu above 100m with request == limit", r.Requests, r.Limits)
+	}
+	if q := resize.ComputeQoS(stored); q != corev1.PodQOSGuaranteed {
+		t.Errorf("QoS after the resize %s, want Guaranteed", q)
+	}
+}
