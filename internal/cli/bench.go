@@ -26,10 +26,10 @@ import (
 func newBenchCommand(stdout, _ io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "bench",
-		Short: "Measure snug's own cost and print the figures",
+		Short: "Measure snug's own cost and reaction time and print the figures",
 		Args:  cobra.NoArgs,
 	}
-	cmd.AddCommand(newBenchAgentCommand(stdout), newBenchQoSCommand(stdout))
+	cmd.AddCommand(newBenchAgentCommand(stdout), newBenchReactionCommand(stdout), newBenchQoSCommand(stdout))
 	return cmd
 }
 
