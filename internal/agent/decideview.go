@@ -33,6 +33,8 @@ type AutoscaleJSON struct {
 	Resizes []ResizeJSON `json:"resizes,omitempty"`
 	// ResizesLastHour counts the pod's resizes in the sliding hour.
 	ResizesLastHour int `json:"resizesLastHour"`
+	// Seed is the workload history the container started from, if any.
+	Seed *SeedJSON `json:"seed,omitempty"`
 }
 
 // RecommendationJSON is a recommend.Recommendation.
@@ -131,6 +133,7 @@ func (d *Decider) updateView(k key, st *podState, cs *containerState, now time.T
 		LastChange:      cs.lastChange,
 		Resizes:         st.resizes[:len(st.resizes):len(st.resizes)],
 		ResizesLastHour: st.rec.ResizesInLastHour(now),
+		Seed:            d.seedView(k),
 	}
 	if !cs.lastTime.IsZero() {
 		dj := decisionJSON(cs.lastTime, cs.last)

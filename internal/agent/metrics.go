@@ -32,6 +32,10 @@ type Metrics struct {
 	budgetHits      prometheus.Counter
 	resizesLastHour prometheus.Histogram
 
+	// Learnt history (checkpoint.go).
+	snapshots *prometheus.CounterVec
+	seeds     *prometheus.CounterVec
+
 	cpuUsage       *prometheus.GaugeVec
 	cpuLimit       *prometheus.GaugeVec
 	throttledRatio *prometheus.GaugeVec
@@ -98,6 +102,14 @@ func newMetrics() *Metrics {
 			Help:    "Resizes of the pod in the sliding hour, observed each time one is sent.",
 			Buckets: []float64{1, 2, 3, 4, 6, 8, 12, 16, 20, 30, 60},
 		}),
+		snapshots: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "snug", Subsystem: "agent", Name: "snapshots_published_total",
+			Help: "Snapshots of what a pod's containers learnt, published in the pod's annotation, by result (ok, error).",
+		}, []string{"result"}),
+		seeds: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "snug", Subsystem: "agent", Name: "checkpoint_seeds_total",
+			Help: "Containers started under a policy, by whether they started from the policy's checkpoint: seeded, none, empty, unreadable, bad, incompatible.",
+		}, []string{"result"}),
 		cpuUsage:       gauge("container_cpu_usage_cores", "CPU used over the last interval."),
 		cpuLimit:       gauge("container_cpu_limit_cores", "CFS quota over period; absent when unlimited."),
 		throttledRatio: gauge("container_cpu_throttled_ratio", "Share of the interval's runnable CFS periods that were throttled (0-1)."),
@@ -109,7 +121,7 @@ func newMetrics() *Metrics {
 		pressure:       gauge("container_pressure_stalled_ratio", "PSI: share of the interval some or all tasks stalled on a resource (0-1); cgroup v2 only.", "resource", "kind"),
 	}
 	m.reg.MustRegister(m.passDuration, m.tracked, m.readErrors, m.gone, m.findErrors,
-		m.decisions, m.outcomes, m.appliedLatency, m.budgetHits, m.resizesLastHour,
+		m.decisions, m.outcomes, m.appliedLatency, m.budgetHits, m.resizesLastHour, m.snapshots, m.seeds,
 		m.cpuUsage, m.cpuLimit, m.throttledRatio, m.throttledRate, m.workingSet, m.memoryLimit, m.headroom, m.oomKills, m.pressure,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
