@@ -81,6 +81,8 @@ type Decider struct {
 
 	viewMu sync.RWMutex
 	views  map[key]*AutoscaleJSON
+
+	ckpt *checkpoints // nil unless UseCheckpoints
 }
 
 // podState is the recommender state of one pod under one policy.
@@ -262,7 +264,11 @@ func (d *Decider) Observe(ctx context.Context, ref ContainerRef, p Point) {
 	cs := st.containers[ref.Container]
 	if cs == nil {
 		rules := rulesForPod(containerPolicy(pol, ref.Container), st.uncontrolled, ref.QOSClass)
-		rc, err := st.rec.AddContainer(ref.Container, rules.Bounds, nil)
+		seed, ok := d.seed(ctx, log, pol, st, ref.Container)
+		if !ok {
+			return // reading the policy's checkpoint; next sample
+		}
+		rc, err := st.rec.AddContainer(ref.Container, rules.Bounds, seed)
 		if err != nil {
 			log.Error(err, "starting to recommend")
 			return
@@ -359,6 +365,7 @@ func (d *Decider) PassDone(ctx context.Context) {
 		}
 		d.plan(ctx, log, st, pod, now)
 	}
+	d.publishSnapshots(ctx, log, now)
 }
 
 // plan plans the pod's wished resize and sends it.

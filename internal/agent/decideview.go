@@ -35,6 +35,8 @@ type AutoscaleJSON struct {
 	ResizesLastHour int `json:"resizesLastHour"`
 	// Deferred is the pod's resize that the kubelet deferred, while it is.
 	Deferred *DeferredJSON `json:"deferred,omitempty"`
+	// Seed is the workload history the container started from, if any.
+	Seed *SeedJSON `json:"seed,omitempty"`
 }
 
 // RecommendationJSON is a recommend.Recommendation.
@@ -138,6 +140,7 @@ func (d *Decider) updateView(k key, st *podState, cs *containerState, now time.T
 		Resizes:         st.resizes[:len(st.resizes):len(st.resizes)],
 		ResizesLastHour: st.rec.ResizesInLastHour(now),
 		Deferred:        st.deferredView(),
+		Seed:            d.seedView(k),
 	}
 	if !cs.lastTime.IsZero() {
 		dj := decisionJSON(cs.lastTime, cs.last)

@@ -11,6 +11,10 @@
 // is planned by internal/resize against the node's room and sent to the
 // pod's resize subresource off the loop goroutine, and the outcome goes back
 // to the recommender. The send itself is a SendFunc (PatchResize today).
+// With Decider.UseCheckpoints it also keeps the workload's learnt history
+// (checkpoint.go): it publishes what each covered pod learnt in the pod's
+// snapshot annotation and starts each new container from its policy's
+// checkpoint ConfigMap (names and encodings in internal/history).
 //
 // It owns the sampling loop, the container set, the per-container history,
 // the per-pod recommender state, the agent's metrics, events and HTTP API.

@@ -33,6 +33,10 @@ type Metrics struct {
 	resizesLastHour prometheus.Histogram
 	deferredActions *prometheus.CounterVec
 
+	// Learnt history (checkpoint.go).
+	snapshots *prometheus.CounterVec
+	seeds     *prometheus.CounterVec
+
 	cpuUsage       *prometheus.GaugeVec
 	cpuLimit       *prometheus.GaugeVec
 	throttledRatio *prometheus.GaugeVec
@@ -103,6 +107,14 @@ func newMetrics() *Metrics {
 			Namespace: "snug", Subsystem: "agent", Name: "deferred_actions_total",
 			Help: "behavior.deferred actions on resizes the kubelet deferred: Wait (left pending, once per deferral), FitToNode (lowered to the node's room), Revert (nothing fitted; back to the actual resources).",
 		}, []string{"action"}),
+		snapshots: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "snug", Subsystem: "agent", Name: "snapshots_published_total",
+			Help: "Snapshots of what a pod's containers learnt, published in the pod's annotation, by result (ok, error).",
+		}, []string{"result"}),
+		seeds: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "snug", Subsystem: "agent", Name: "checkpoint_seeds_total",
+			Help: "Containers started under a policy, by whether they started from the policy's checkpoint: seeded, none, empty, unreadable, bad, incompatible.",
+		}, []string{"result"}),
 		cpuUsage:       gauge("container_cpu_usage_cores", "CPU used over the last interval."),
 		cpuLimit:       gauge("container_cpu_limit_cores", "CFS quota over period; absent when unlimited."),
 		throttledRatio: gauge("container_cpu_throttled_ratio", "Share of the interval's runnable CFS periods that were throttled (0-1)."),
@@ -114,7 +126,7 @@ func newMetrics() *Metrics {
 		pressure:       gauge("container_pressure_stalled_ratio", "PSI: share of the interval some or all tasks stalled on a resource (0-1); cgroup v2 only.", "resource", "kind"),
 	}
 	m.reg.MustRegister(m.passDuration, m.tracked, m.readErrors, m.gone, m.findErrors,
-		m.decisions, m.outcomes, m.appliedLatency, m.budgetHits, m.resizesLastHour, m.deferredActions,
+		m.decisions, m.outcomes, m.appliedLatency, m.budgetHits, m.resizesLastHour, m.deferredActions, m.snapshots, m.seeds,
 		m.cpuUsage, m.cpuLimit, m.throttledRatio, m.throttledRate, m.workingSet, m.memoryLimit, m.headroom, m.oomKills, m.pressure,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m

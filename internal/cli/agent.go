@@ -57,6 +57,9 @@ type agentOptions struct {
 	// CPUHalfLife is the half-life of the CPU usage percentiles
 	// (cluster-wide tuning; the policy's behavior tunes the rest).
 	CPUHalfLife time.Duration
+	// SnapshotInterval is the least time between two publications of a
+	// pod's learnt history; 0 publishes none and seeds from no checkpoint.
+	SnapshotInterval time.Duration
 }
 
 func newAgentOptions() *agentOptions {
@@ -69,6 +72,8 @@ func newAgentOptions() *agentOptions {
 		APITimeout:  15 * time.Second,
 		Autoscale:   true,
 		CPUHalfLife: recommend.DefaultConfig().CPUHalfLife,
+
+		SnapshotInterval: agent.DefaultPublishInterval,
 	}
 }
 
@@ -84,6 +89,7 @@ func (o *agentOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.Autoscale, "autoscale", o.Autoscale, "decide and resize in place the pods that a SnugPolicy covers (false: only sample)")
 	fs.BoolVar(&o.DryRun, "dry-run", o.DryRun, "decide and log resizes, but never patch a pod")
 	fs.DurationVar(&o.CPUHalfLife, "cpu-half-life", o.CPUHalfLife, "half-life of the CPU usage percentiles behind grows and shrinks that are not starvation (1s to 24h)")
+	fs.DurationVar(&o.SnapshotInterval, "snapshot-interval", o.SnapshotInterval, "least time between two publications of a pod's learnt history in its annotation (1s to 1h; 0: neither publish nor start pods from their policy's checkpoint)")
 }
 
 func (o *agentOptions) config() agent.Config {
@@ -113,6 +119,9 @@ func (o *agentOptions) Validate() error {
 	}
 	if o.CPUHalfLife < time.Second || o.CPUHalfLife > 24*time.Hour {
 		errs = append(errs, fmt.Errorf("--cpu-half-life %v is out of range [1s, 24h]", o.CPUHalfLife))
+	}
+	if o.SnapshotInterval != 0 && (o.SnapshotInterval < time.Second || o.SnapshotInterval > time.Hour) {
+		errs = append(errs, fmt.Errorf("--snapshot-interval %v is out of range [1s, 1h] (or 0)", o.SnapshotInterval))
 	}
 	if o.DryRun && !o.Autoscale {
 		errs = append(errs, errors.New("--dry-run needs --autoscale"))
@@ -252,6 +261,12 @@ func startDecider(ctx context.Context, log logr.Logger, o *agentOptions, a *agen
 		Recorder:  b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "snug-agent", Host: o.Node}),
 		Recommend: cfg,
 	})
+	if err == nil && o.SnapshotInterval > 0 {
+		err = d.UseCheckpoints(agent.CheckpointConfig{Client: client, PublishInterval: o.SnapshotInterval})
+		if cfg.CPUHalfLife != recommend.DefaultConfig().CPUHalfLife {
+			log.Info("the controller folds only snapshots at the default half-lives; with --cpu-half-life " + cfg.CPUHalfLife.String() + " this agent's are skipped, and checkpoints do not seed it")
+		}
+	}
 	if err != nil {
 		b.Shutdown()
 		return nil, nil, err

@@ -21,6 +21,7 @@ func TestAgentAndBenchFlags(t *testing.T) {
 		{[]string{"agent", "--node", "n", "--cgroup-root", ""}, 2, "--cgroup-root is empty"},
 		{[]string{"agent", "--node", "n", "--cgroup-root", "/nonexistent"}, 1, "reading cgroups at /nonexistent"},
 		{[]string{"agent", "--node", "n", "--cpu-half-life", "500ms"}, 2, "--cpu-half-life 500ms is out of range [1s, 24h]"},
+		{[]string{"agent", "--node", "n", "--snapshot-interval", "500ms"}, 2, "--snapshot-interval 500ms is out of range [1s, 1h] (or 0)"},
 		{[]string{"agent", "--node", "n", "--autoscale=false", "--dry-run"}, 2, "--dry-run needs --autoscale"},
 		{[]string{"bench", "agent", "--layout", "v3"}, 2, `--layout "v3": want v1 or v2`},
 		{[]string{"bench", "agent", "--containers", "0"}, 2, "--containers 0 is out of range"},

@@ -37,6 +37,7 @@ import (
 
 	"github.com/snug-dev/snug/api/v1alpha1"
 	policyclient "github.com/snug-dev/snug/api/v1alpha1/client"
+	"github.com/snug-dev/snug/internal/history"
 )
 
 // Config tunes a Controller. The zero value of a field means its default.
@@ -522,7 +523,7 @@ func (c *Controller) history(ctx context.Context, p *v1alpha1.SnugPolicy, pods [
 	cms := c.cs.CoreV1().ConfigMaps(p.Namespace)
 	// From the cache: a cache behind our last write makes the write below
 	// fail on its resourceVersion (or on AlreadyExists), never merge twice.
-	cm, err := c.checkpoints.ConfigMaps(p.Namespace).Get(CheckpointName(p.Name))
+	cm, err := c.checkpoints.ConfigMaps(p.Namespace).Get(history.CheckpointName(p.Name))
 	if apierrors.IsNotFound(err) {
 		cm, err = nil, nil
 	}
@@ -539,9 +540,9 @@ func (c *Controller) history(ctx context.Context, p *v1alpha1.SnugPolicy, pods [
 		log.Error(err, "discarding damaged checkpoint")
 		prev = checkpoint{}
 	}
-	live := map[types.UID]Snapshot{}
+	live := map[types.UID]history.Snapshot{}
 	for _, pod := range pods {
-		s, _, err := parseSnapshot(pod)
+		s, _, err := history.ParseSnapshot(pod)
 		if err != nil {
 			log.V(1).Info("skipping snapshot", "err", err.Error())
 		}
@@ -573,7 +574,7 @@ func (c *Controller) history(ctx context.Context, p *v1alpha1.SnugPolicy, pods [
 	}
 	if cm == nil {
 		cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
-			Name: CheckpointName(p.Name), Namespace: p.Namespace,
+			Name: history.CheckpointName(p.Name), Namespace: p.Namespace,
 			Labels: map[string]string{managedByLabel: "snug", v1alpha1.GroupName + "/policy": p.Name},
 			OwnerReferences: []metav1.OwnerReference{{
 				APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "SnugPolicy", Name: p.Name, UID: p.UID,
@@ -588,7 +589,7 @@ func (c *Controller) history(ctx context.Context, p *v1alpha1.SnugPolicy, pods [
 	}
 	if err != nil {
 		c.metrics.checkpointWrites.WithLabelValues("error").Inc()
-		return nil, 0, fmt.Errorf("writing checkpoint %s: %w", CheckpointName(p.Name), err)
+		return nil, 0, fmt.Errorf("writing checkpoint %s: %w", history.CheckpointName(p.Name), err)
 	}
 	c.metrics.checkpointWrites.WithLabelValues("ok").Inc()
 	c.mu.Lock()

@@ -14,30 +14,12 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/snug-dev/snug/api/v1alpha1"
+	"github.com/snug-dev/snug/internal/history"
 	"github.com/snug-dev/snug/internal/recommend"
 )
 
-// SnapshotAnnotation is the pod annotation in which the agent publishes
-// what each of the pod's containers has learnt by itself
-// (recommend.Container.Snapshot), as a Snapshot in JSON. The agent replaces
-// it as a whole, about once a minute; the controller reads the latest one
-// of each pod.
-const SnapshotAnnotation = "autoscaling.snug.dev/snapshot"
-
-// Snapshot is the value of SnapshotAnnotation.
-type Snapshot struct {
-	// Time is when the agent took the snapshots.
-	Time time.Time `json:"time"`
-	// Containers maps a container's name to its recommend.Aggregate in
-	// text form (Aggregate.MarshalText: base64 of MarshalBinary).
-	Containers map[string]string `json:"containers"`
-}
-
-// Keys of a checkpoint ConfigMap's data.
+// Keys of a checkpoint ConfigMap's data besides history.AggregatePrefix.
 const (
-	// checkpointAggregatePrefix + container name: the workload's aggregate,
-	// what the agent seeds a new pod's container with.
-	checkpointAggregatePrefix = "aggregate."
 	// checkpointRetiredPrefix + container name: the merged last snapshots
 	// of the pods that are gone.
 	checkpointRetiredPrefix = "retired."
@@ -46,24 +28,19 @@ const (
 	checkpointPodsKey = "pods.json"
 )
 
-// CheckpointName returns the name of the checkpoint ConfigMap of a policy.
-func CheckpointName(policy string) string {
-	return "snug-checkpoint-" + policy
-}
-
 // checkpoint is the workload's learnt history as kept in its ConfigMap.
 type checkpoint struct {
 	// retired is per container the merge of the last snapshots of the pods
 	// that are gone, each merged once, when the pod was first seen gone.
 	retired map[string]*recommend.Aggregate
 	// pods is the last snapshot seen of each live pod.
-	pods map[types.UID]Snapshot
+	pods map[types.UID]history.Snapshot
 }
 
 // decodeCheckpoint reads a checkpoint from ConfigMap data; nil data is an
 // empty checkpoint.
 func decodeCheckpoint(cfg recommend.Config, data map[string]string) (checkpoint, error) {
-	cp := checkpoint{retired: map[string]*recommend.Aggregate{}, pods: map[types.UID]Snapshot{}}
+	cp := checkpoint{retired: map[string]*recommend.Aggregate{}, pods: map[types.UID]history.Snapshot{}}
 	for k, v := range data {
 		name, ok := strings.CutPrefix(k, checkpointRetiredPrefix)
 		if !ok {
@@ -99,7 +76,7 @@ func (cp checkpoint) encode(total map[string]*recommend.Aggregate) (map[string]s
 	if err := put(checkpointRetiredPrefix, cp.retired); err != nil {
 		return nil, err
 	}
-	if err := put(checkpointAggregatePrefix, total); err != nil {
+	if err := put(history.AggregatePrefix, total); err != nil {
 		return nil, err
 	}
 	pods, err := json.Marshal(cp.pods)
@@ -108,19 +85,6 @@ func (cp checkpoint) encode(total map[string]*recommend.Aggregate) (map[string]s
 	}
 	data[checkpointPodsKey] = string(pods)
 	return data, nil
-}
-
-// parseSnapshot reads a pod's SnapshotAnnotation; ok is false when it has
-// none.
-func parseSnapshot(pod *corev1.Pod) (s Snapshot, ok bool, err error) {
-	v, ok := pod.Annotations[SnapshotAnnotation]
-	if !ok {
-		return Snapshot{}, false, nil
-	}
-	if err := json.Unmarshal([]byte(v), &s); err != nil {
-		return Snapshot{}, false, fmt.Errorf("decoding annotation %s of pod %s: %w", SnapshotAnnotation, pod.Name, err)
-	}
-	return s, true, nil
 }
 
 // fold brings the checkpoint up to date with the live pods' latest
@@ -133,8 +97,8 @@ func parseSnapshot(pod *corev1.Pod) (s Snapshot, ok bool, err error) {
 // the same write. Snapshots that do not decode or merge (another
 // half-life) are skipped and reported in the joined error; the rest is
 // still folded.
-func fold(cfg recommend.Config, prev checkpoint, live map[types.UID]Snapshot) (checkpoint, map[string]*recommend.Aggregate, error) {
-	next := checkpoint{retired: map[string]*recommend.Aggregate{}, pods: map[types.UID]Snapshot{}}
+func fold(cfg recommend.Config, prev checkpoint, live map[types.UID]history.Snapshot) (checkpoint, map[string]*recommend.Aggregate, error) {
+	next := checkpoint{retired: map[string]*recommend.Aggregate{}, pods: map[types.UID]history.Snapshot{}}
 	var errs []error
 	for name, a := range prev.retired {
 		c := recommend.NewAggregate(cfg)
@@ -177,7 +141,7 @@ func fold(cfg recommend.Config, prev checkpoint, live map[types.UID]Snapshot) (c
 }
 
 // mergeSnapshot merges each container of s into into[container].
-func mergeSnapshot(cfg recommend.Config, into map[string]*recommend.Aggregate, s Snapshot) error {
+func mergeSnapshot(cfg recommend.Config, into map[string]*recommend.Aggregate, s history.Snapshot) error {
 	var errs []error
 	for _, name := range slices.Sorted(maps.Keys(s.Containers)) {
 		a := recommend.NewAggregate(cfg)

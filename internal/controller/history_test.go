@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"encoding/json"
 	"math"
 	"testing"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/snug-dev/snug/api/v1alpha1"
+	"github.com/snug-dev/snug/internal/history"
 	"github.com/snug-dev/snug/internal/recommend"
 )
 
@@ -37,8 +37,8 @@ func snapshotOf(t *testing.T, cfg recommend.Config, seconds int, cpuMillis, memB
 
 func TestFoldCountsEachSnapshotOnce(t *testing.T) {
 	cfg := recommend.DefaultConfig()
-	snap := func(seconds int, at time.Time) Snapshot {
-		return Snapshot{Time: at, Containers: map[string]string{"app": snapshotOf(t, cfg, seconds, 100, 64<<20, at)}}
+	snap := func(seconds int, at time.Time) history.Snapshot {
+		return history.Snapshot{Time: at, Containers: map[string]string{"app": snapshotOf(t, cfg, seconds, 100, 64<<20, at)}}
 	}
 	seconds := func(total map[string]*recommend.Aggregate) float64 {
 		if total["app"] == nil {
@@ -47,7 +47,7 @@ func TestFoldCountsEachSnapshotOnce(t *testing.T) {
 		return total["app"].CPUSeconds
 	}
 	// Two pods publish.
-	cp, total, err := fold(cfg, checkpoint{}, map[types.UID]Snapshot{"a": snap(60, t0), "b": snap(30, t0)})
+	cp, total, err := fold(cfg, checkpoint{}, map[types.UID]history.Snapshot{"a": snap(60, t0), "b": snap(30, t0)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +55,7 @@ func TestFoldCountsEachSnapshotOnce(t *testing.T) {
 		t.Fatalf("after two pods: %v seconds, want 90", got)
 	}
 	// The same snapshots again: nothing counted twice.
-	cp, total, err = fold(cfg, cp, map[types.UID]Snapshot{"a": snap(60, t0), "b": snap(30, t0)})
+	cp, total, err = fold(cfg, cp, map[types.UID]history.Snapshot{"a": snap(60, t0), "b": snap(30, t0)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func TestFoldCountsEachSnapshotOnce(t *testing.T) {
 	// a publishes a newer snapshot (its whole history); b publishes none
 	// this time (annotation unchanged is the usual case; a zero Snapshot
 	// means the pod has none now): b's last one still counts.
-	cp, total, err = fold(cfg, cp, map[types.UID]Snapshot{"a": snap(120, t0.Add(time.Minute)), "b": {}})
+	cp, total, err = fold(cfg, cp, map[types.UID]history.Snapshot{"a": snap(120, t0.Add(time.Minute)), "b": {}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,12 +73,12 @@ func TestFoldCountsEachSnapshotOnce(t *testing.T) {
 		t.Fatalf("after a's newer snapshot: %v seconds, want 150", got)
 	}
 	// An older snapshot than the one kept does not replace it.
-	cp, total, _ = fold(cfg, cp, map[types.UID]Snapshot{"a": snap(60, t0), "b": {}})
+	cp, total, _ = fold(cfg, cp, map[types.UID]history.Snapshot{"a": snap(60, t0), "b": {}})
 	if got := seconds(total); got != 150 {
 		t.Fatalf("stale snapshot: %v seconds, want 150", got)
 	}
 	// b is gone: retired once, still counted, then never again.
-	cp, total, err = fold(cfg, cp, map[types.UID]Snapshot{"a": {}})
+	cp, total, err = fold(cfg, cp, map[types.UID]history.Snapshot{"a": {}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,13 +89,13 @@ func TestFoldCountsEachSnapshotOnce(t *testing.T) {
 		t.Fatalf("b not retired exactly once: pods %v, retired %v s", cp.pods, cp.retired["app"].CPUSeconds)
 	}
 	for range 3 {
-		cp, total, _ = fold(cfg, cp, map[types.UID]Snapshot{"a": {}})
+		cp, total, _ = fold(cfg, cp, map[types.UID]history.Snapshot{"a": {}})
 	}
 	if got := seconds(total); got != 150 {
 		t.Fatalf("folding again after b left: %v seconds, want 150", got)
 	}
 	// A pod that never published adds nothing and is not kept.
-	cp, _, _ = fold(cfg, cp, map[types.UID]Snapshot{"a": {}, "c": {}})
+	cp, _, _ = fold(cfg, cp, map[types.UID]history.Snapshot{"a": {}, "c": {}})
 	if _, ok := cp.pods["c"]; ok {
 		t.Error("a pod with no snapshot is kept")
 	}
@@ -103,11 +103,11 @@ func TestFoldCountsEachSnapshotOnce(t *testing.T) {
 
 func TestCheckpointRoundTrip(t *testing.T) {
 	cfg := recommend.DefaultConfig()
-	live := map[types.UID]Snapshot{
+	live := map[types.UID]history.Snapshot{
 		"a": {Time: t0, Containers: map[string]string{"app": snapshotOf(t, cfg, 60, 200, 100<<20, t0), "side": snapshotOf(t, cfg, 60, 10, 20<<20, t0)}},
 	}
 	prev, _, _ := fold(cfg, checkpoint{}, live)
-	cp, total, err := fold(cfg, prev, map[types.UID]Snapshot{}) // a left: retired
+	cp, total, err := fold(cfg, prev, map[types.UID]history.Snapshot{}) // a left: retired
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +147,7 @@ func TestFoldSkipsBadSnapshots(t *testing.T) {
 	cfg := recommend.DefaultConfig()
 	other := cfg
 	other.CPUHalfLife = time.Hour
-	live := map[types.UID]Snapshot{
+	live := map[types.UID]history.Snapshot{
 		"good":     {Time: t0, Containers: map[string]string{"app": snapshotOf(t, cfg, 60, 100, 64<<20, t0)}},
 		"garbage":  {Time: t0, Containers: map[string]string{"app": "%%%"}},
 		"halflife": {Time: t0, Containers: map[string]string{"app": snapshotOf(t, other, 60, 100, 64<<20, t0)}},
@@ -158,27 +158,6 @@ func TestFoldSkipsBadSnapshots(t *testing.T) {
 	}
 	if got := total["app"].CPUSeconds; got != 60 {
 		t.Errorf("%v seconds, want the good pod's 60", got)
-	}
-}
-
-func TestParseSnapshot(t *testing.T) {
-	s := Snapshot{Time: t0, Containers: map[string]string{"app": "QUJD"}}
-	b, _ := json.Marshal(s)
-	pod := newPod("p", nil).get()
-	if _, ok, err := parseSnapshot(pod); ok || err != nil {
-		t.Errorf("no annotation: ok %v err %v", ok, err)
-	}
-	pod.Annotations = map[string]string{SnapshotAnnotation: string(b)}
-	got, ok, err := parseSnapshot(pod)
-	if !ok || err != nil {
-		t.Fatalf("ok %v err %v", ok, err)
-	}
-	if diff := cmp.Diff(s, got); diff != "" {
-		t.Errorf("snapshot (-want +got):\n%s", diff)
-	}
-	pod.Annotations[SnapshotAnnotation] = "{"
-	if _, _, err := parseSnapshot(pod); err == nil {
-		t.Error("bad annotation parsed")
 	}
 }
 
@@ -227,7 +206,7 @@ func TestContainerPolicy(t *testing.T) {
 
 func TestRecommendationFor(t *testing.T) {
 	cfg := recommend.DefaultConfig()
-	_, total, err := fold(cfg, checkpoint{}, map[types.UID]Snapshot{
+	_, total, err := fold(cfg, checkpoint{}, map[types.UID]history.Snapshot{
 		"a": {Time: t0, Containers: map[string]string{"app": snapshotOf(t, cfg, 600, 300, 200<<20, t0)}},
 	})
 	if err != nil {

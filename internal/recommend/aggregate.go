@@ -41,7 +41,9 @@ func NewAggregate(cfg Config) *Aggregate {
 	}
 }
 
-func (a *Aggregate) compatible(cfg Config) error {
+// Compatible reports why a cannot seed or merge with containers of cfg: it
+// lacks histograms, or their half-lives differ from cfg's.
+func (a *Aggregate) Compatible(cfg Config) error {
 	if a.CPU == nil || a.Memory == nil {
 		return fmt.Errorf("aggregate has no histograms")
 	}

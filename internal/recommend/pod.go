@@ -64,7 +64,7 @@ func (p *Pod) AddContainer(name string, b Bounds, seed *Aggregate) (*Container, 
 	}
 	c.resetRun()
 	if seed != nil {
-		if err := seed.compatible(p.cfg); err != nil {
+		if err := seed.Compatible(p.cfg); err != nil {
 			return nil, fmt.Errorf("adding container %q: %w", name, err)
 		}
 		if !seed.CPU.Empty() {

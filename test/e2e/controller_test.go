@@ -37,6 +37,7 @@ import (
 	"github.com/snug-dev/snug/config/crd"
 	"github.com/snug-dev/snug/internal/controller"
 	"github.com/snug-dev/snug/internal/experiment"
+	"github.com/snug-dev/snug/internal/history"
 	"github.com/snug-dev/snug/internal/install"
 	"github.com/snug-dev/snug/internal/recommend"
 )
@@ -327,8 +328,8 @@ func testControllerDeployment(t *testing.T, pc *policyclient.Client) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	snap, _ := json.Marshal(controller.Snapshot{Time: now, Containers: map[string]string{"app": string(text)}})
-	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{controller.SnapshotAnnotation: string(snap)}}})
+	snap, _ := json.Marshal(history.Snapshot{Time: now, Containers: map[string]string{"app": string(text)}})
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{history.SnapshotAnnotation: string(snap)}}})
 	if _, err := client.CoreV1().Pods(ns).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		t.Fatalf("annotating pod: %v", err)
 	}
@@ -342,7 +343,7 @@ func testControllerDeployment(t *testing.T, pc *policyclient.Client) {
 	if cpu < 120 || cpu > 160 {
 		t.Errorf("target cpu %dm, want 120m*1.15 within a bucket", cpu)
 	}
-	cm, err := client.CoreV1().ConfigMaps(ns).Get(ctx, controller.CheckpointName("web"), metav1.GetOptions{})
+	cm, err := client.CoreV1().ConfigMaps(ns).Get(ctx, history.CheckpointName("web"), metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("reading checkpoint: %v", err)
 	}
@@ -366,7 +367,7 @@ func testControllerDeployment(t *testing.T, pc *policyclient.Client) {
 		t.Error("recommendation lost when the last pod went")
 	}
 	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, statusTimeout, true, func(ctx context.Context) (bool, error) {
-		cm, err = client.CoreV1().ConfigMaps(ns).Get(ctx, controller.CheckpointName("web"), metav1.GetOptions{})
+		cm, err = client.CoreV1().ConfigMaps(ns).Get(ctx, history.CheckpointName("web"), metav1.GetOptions{})
 		return err == nil && cm.Data["retired.app"] != "" && cm.Data["pods.json"] == "{}", nil
 	})
 	if err != nil {
