@@ -1,0 +1,160 @@
+package deploy
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/snug-dev/snug/config/rbac"
+	"github.com/snug-dev/snug/internal/cli"
+)
+
+// checkArgs runs snug with the container's arguments and --help: an
+// unknown flag fails, so the manifest cannot drift from the binary.
+func checkArgs(t *testing.T, c corev1.Container, sub string) {
+	t.Helper()
+	if len(c.Command) != 1 || c.Command[0] != "/snug" {
+		t.Errorf("container %s: command %q, want [/snug]", c.Name, c.Command)
+	}
+	if len(c.Args) == 0 || c.Args[0] != sub {
+		t.Fatalf("container %s: args %q, want %s first", c.Name, c.Args, sub)
+	}
+	var stdout, stderr bytes.Buffer
+	if code := cli.Run(context.Background(), append(slices.Clone(c.Args), "--help"), &stdout, &stderr); code != 0 {
+		t.Errorf("snug %s --help: exit %d: %s", strings.Join(c.Args, " "), code, stderr.String())
+	}
+}
+
+func flag(args []string, name string) (string, bool) {
+	for _, a := range args {
+		if v, ok := strings.CutPrefix(a, "--"+name+"="); ok {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+func TestAgent(t *testing.T) {
+	ds, err := Agent()
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := ds.Spec.Template.Spec
+	if ds.Namespace != rbac.Namespace || spec.ServiceAccountName != rbac.AgentServiceAccount {
+		t.Errorf("DaemonSet %s/%s runs as %q, want namespace %s, ServiceAccount %s", ds.Namespace, ds.Name, spec.ServiceAccountName, rbac.Namespace, rbac.AgentServiceAccount)
+	}
+	if spec.HostPID || spec.HostNetwork {
+		t.Error("the agent needs neither hostPID nor hostNetwork")
+	}
+	if len(spec.Containers) != 1 {
+		t.Fatalf("%d containers, want 1", len(spec.Containers))
+	}
+	c := spec.Containers[0]
+	checkArgs(t, c, "agent")
+
+	// --node from the downward API.
+	node, _ := flag(c.Args, "node")
+	if node != "$(NODE_NAME)" {
+		t.Errorf("--node=%q, want $(NODE_NAME)", node)
+	}
+	var fromSpec bool
+	for _, e := range c.Env {
+		fromSpec = fromSpec || (e.Name == "NODE_NAME" && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "spec.nodeName")
+	}
+	if !fromSpec {
+		t.Error("no env NODE_NAME from spec.nodeName")
+	}
+
+	// --cgroup-root is the read-only mount of the host's /sys/fs/cgroup.
+	root, _ := flag(c.Args, "cgroup-root")
+	var mounted bool
+	for _, m := range c.VolumeMounts {
+		if m.MountPath != root {
+			continue
+		}
+		for _, v := range spec.Volumes {
+			if v.Name == m.Name && v.HostPath != nil && v.HostPath.Path == "/sys/fs/cgroup" && m.ReadOnly {
+				mounted = true
+			}
+		}
+	}
+	if root == "" || !mounted {
+		t.Errorf("--cgroup-root=%q is not a read-only mount of the host's /sys/fs/cgroup", root)
+	}
+}
+
+func TestController(t *testing.T) {
+	d, err := Controller()
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := d.Spec.Template.Spec
+	if d.Namespace != rbac.Namespace || spec.ServiceAccountName != rbac.ControllerServiceAccount {
+		t.Errorf("Deployment %s/%s runs as %q, want namespace %s, ServiceAccount %s", d.Namespace, d.Name, spec.ServiceAccountName, rbac.Namespace, rbac.ControllerServiceAccount)
+	}
+	if d.Spec.Replicas == nil || *d.Spec.Replicas != 2 {
+		t.Errorf("replicas %v, want 2 (one leads, one stands by)", d.Spec.Replicas)
+	}
+	if len(spec.Containers) != 1 {
+		t.Fatalf("%d containers, want 1", len(spec.Containers))
+	}
+	c := spec.Containers[0]
+	checkArgs(t, c, "controller")
+	// The Lease lives where config/rbac grants it.
+	if ns, _ := flag(c.Args, "leader-election-namespace"); ns != rbac.Namespace {
+		t.Errorf("--leader-election-namespace=%q, want %s", ns, rbac.Namespace)
+	}
+	// The CRD comes from config/crd; installing it needs the optional role.
+	if v, ok := flag(c.Args, "install-crds"); ok || slices.Contains(c.Args, "--install-crds") {
+		t.Errorf("--install-crds%s is on, but the default RBAC cannot install CRDs", v)
+	}
+}
+
+// TestKustomization checks that config/kustomization.yaml installs every
+// manifest but the optional install-crds role, and nothing else.
+func TestKustomization(t *testing.T) {
+	data, err := os.ReadFile("../kustomization.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var k struct {
+		APIVersion, Kind string
+		Resources        []string
+		Images           []struct{ Name, NewName, NewTag string }
+	}
+	if err := yaml.UnmarshalStrict(data, &k); err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, dir := range []string{"crd", "rbac", "deploy"} {
+		files, err := filepath.Glob(filepath.Join("..", dir, "*.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range files {
+			if rel, _ := filepath.Rel("..", f); filepath.Base(rel) != rbac.InstallCRDsFile {
+				want = append(want, rel)
+			}
+		}
+	}
+	slices.Sort(want)
+	got := slices.Sorted(slices.Values(k.Resources))
+	if !slices.Equal(got, want) {
+		t.Errorf("kustomization resources %q, want %q", got, want)
+	}
+	for _, f := range rbac.Files {
+		if !slices.Contains(k.Resources, "rbac/"+f) {
+			t.Errorf("kustomization lacks rbac/%s", f)
+		}
+	}
+	if len(k.Images) != 1 || k.Images[0].Name != "snug" {
+		t.Errorf("images %v, want the one placeholder snug", k.Images)
+	}
+}

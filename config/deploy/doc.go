@@ -1,0 +1,6 @@
+// Package deploy embeds the workloads that run snug in a cluster: the
+// agent's DaemonSet and the controller's Deployment, in namespace
+// snug-system under the ServiceAccounts of config/rbac. It decodes them and
+// does nothing else; the package test checks their command lines against
+// snug's own flags (docs/deploy.md).
+package deploy
