@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/snug-dev/snug/internal/experiment"
 	"github.com/snug-dev/snug/internal/lab"
@@ -19,29 +21,76 @@ import (
 // demoOptions configures `snug demo`.
 type demoOptions struct {
 	lab *lab.Options
-	// keep leaves a lab the demo brought up running.
-	keep bool
+	// keepLab leaves a lab the demo brought up running.
+	keepLab bool
+	// experiments runs the field report's experiments 1 and 3 instead of
+	// snug's autoscaling.
+	experiments bool
+	// shrink adds the load's drop and snug's shrink after the stabilization
+	// window.
+	shrink bool
+	// timeout bounds the wait for the pod's status to show snug's grow
+	// after the load step (and, with shrink, for the shrink after the
+	// window).
+	timeout time.Duration
+}
+
+func newDemoOptions() *demoOptions {
+	return &demoOptions{lab: lab.NewOptions(), timeout: time.Minute}
+}
+
+func (o *demoOptions) AddFlags(fs *pflag.FlagSet) {
+	o.lab.AddFlags(fs)
+	fs.BoolVar(&o.keepLab, "keep-lab", false, "leave the lab up afterwards (a lab that was already up is always left up)")
+	fs.BoolVar(&o.keepLab, "keep", false, "")
+	_ = fs.MarkDeprecated("keep", "use --keep-lab")
+	fs.BoolVar(&o.experiments, "experiments", false, "run the field report's experiments 1 and 3 (a patch by hand; a Deferred resize) instead of snug autoscaling")
+	fs.BoolVar(&o.shrink, "shrink", false, fmt.Sprintf("after the grow, drop the load and show snug's shrink after its %ds stabilization window", demoStabilizationSeconds))
+	fs.DurationVar(&o.timeout, "timeout", o.timeout, "how long to wait for the pod's status to show snug's grow after the load step")
+}
+
+// Validate reports every bad flag, before anything starts.
+func (o *demoOptions) Validate() error {
+	errs := []error{o.lab.Validate()}
+	if o.timeout <= 0 {
+		errs = append(errs, fmt.Errorf("--timeout must be positive, got %v", o.timeout))
+	}
+	if o.experiments && o.shrink {
+		errs = append(errs, errors.New("--shrink belongs to the autoscaling demo; it does not go with --experiments"))
+	}
+	return errors.Join(errs...)
 }
 
 func newDemoCommand(stdout, stderr io.Writer) *cobra.Command {
-	o := &demoOptions{lab: lab.NewOptions()}
+	o := newDemoOptions()
 	cmd := &cobra.Command{
-		Use:   "demo",
-		Short: "Bring up the lab and resize a running pod in place, step by step (the field report's experiments 1 and 3)",
-		Args:  cobra.NoArgs,
+		Use:   "demo [--shrink] [--experiments] [--keep-lab]",
+		Short: "Bring up the lab, run snug on it and watch it resize a pod in place when its load steps up",
+		Long: `Bring up the lab (a one-node Kubernetes on this machine, reused if it is
+already up), start snug's agent and controller on it, put a SnugPolicy on a
+Deployment of one snug-load pod, step its load up and watch snug grow the pod
+in place, live, as snug status --watch shows it; then print how many seconds
+the step took to reach snug's decision, its patch and the pod's status.
+
+--shrink also drops the load and shows the slow shrink after the policy's
+stabilization window. --experiments runs the field report's experiments 1
+and 3 instead (a resize patched by hand; a Deferred resize).`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.lab.Validate(); err != nil {
+			if err := o.Validate(); err != nil {
 				return err
 			}
-			return runDemo(cmd.Context(), o, stdout)
+			if o.experiments {
+				return runDemoExperiments(cmd.Context(), o, stdout)
+			}
+			return runDemoLive(cmd.Context(), o, stdout)
 		},
 	}
-	o.lab.AddFlags(cmd.Flags())
-	cmd.Flags().BoolVar(&o.keep, "keep", false, "leave the lab up afterwards (a lab that was already up is always left up)")
+	o.AddFlags(cmd.Flags())
 	return cmd
 }
 
-const demoIntro = `snug demo: resizing a running pod in place, on a real Kubernetes
+const demoExperimentsIntro = `snug demo --experiments: resizing a running pod in place, on a real Kubernetes
 
 snug is a vertical pod autoscaler that changes a running pod's CPU and memory
 without restarting it. It builds on Kubernetes' in-place pod resize: a patch
@@ -56,44 +105,55 @@ How to read the tables:
   cpu is shown as request/limit; t+ counts seconds from the first patch.
 `
 
-func runDemo(ctx context.Context, o *demoOptions, out io.Writer) (err error) {
-	fmt.Fprint(out, demoIntro+"\n")
+// demoLab brings the lab up, or reuses the one that is up, and returns a
+// client and the function that takes down a lab the demo brought up
+// (unless --keep-lab). down is never nil.
+func demoLab(ctx context.Context, o *demoOptions, out io.Writer) (client *kubernetes.Clientset, alreadyUp bool, down func() error, err error) {
+	down = func() error { return nil }
 	fmt.Fprintf(out, "== Lab: Kubernetes %s in network namespace %q\n", o.lab.KubernetesVersion, o.lab.NetNS)
 	start := time.Now()
 	lw := &prefixWriter{w: out, prefix: "   "}
 	upErr := lab.Up(ctx, o.lab, lw)
 	lw.Flush()
-	alreadyUp := errors.Is(upErr, lab.ErrAlreadyUp)
+	alreadyUp = errors.Is(upErr, lab.ErrAlreadyUp)
 	switch {
 	case alreadyUp:
 		fmt.Fprintln(out, "   the lab was already up: using it, and leaving it up")
 	case upErr != nil:
-		return upErr
+		return nil, false, down, upErr
 	default:
 		fmt.Fprintf(out, "   up in %.1fs\n", time.Since(start).Seconds())
 	}
-	if !alreadyUp && !o.keep {
-		defer func() {
-			fmt.Fprintln(out, "\n== Taking the lab down (--keep leaves it up)")
+	if !alreadyUp && !o.keepLab {
+		down = func() error {
+			fmt.Fprintln(out, "\n== Taking the lab down (--keep-lab leaves it up)")
 			start := time.Now()
-			if derr := lab.Down(context.WithoutCancel(ctx), o.lab, io.Discard); derr != nil {
-				if err == nil {
-					err = derr
-				}
-				return
+			if err := lab.Down(context.WithoutCancel(ctx), o.lab, io.Discard); err != nil {
+				return err
 			}
 			fmt.Fprintf(out, "   down in %.1fs\n", time.Since(start).Seconds())
-		}()
+			return nil
+		}
 	}
-	client, err := o.lab.Client()
+	client, err = o.lab.Client()
 	if err != nil {
-		return err
+		return nil, alreadyUp, down, err
 	}
 	if v, verr := client.Discovery().ServerVersion(); verr == nil {
 		fmt.Fprintf(out, "   API server %s, node %s (%s)\n", v.GitVersion, o.lab.NodeName, o.lab.NodeIP)
 		if alreadyUp && strings.TrimPrefix(v.GitVersion, "v") != o.lab.KubernetesVersion {
 			fmt.Fprintf(out, "   (the running lab is %s, not the %s asked for: take it down first to switch)\n", v.GitVersion, o.lab.KubernetesVersion)
 		}
+	}
+	return client, alreadyUp, down, nil
+}
+
+func runDemoExperiments(ctx context.Context, o *demoOptions, out io.Writer) (err error) {
+	fmt.Fprint(out, demoExperimentsIntro+"\n")
+	client, alreadyUp, down, err := demoLab(ctx, o, out)
+	defer func() { err = errors.Join(err, down()) }()
+	if err != nil {
+		return err
 	}
 	table := &stepTable{out: out}
 	env := experiment.Env{
@@ -133,10 +193,14 @@ func runDemo(ctx context.Context, o *demoOptions, out io.Writer) (err error) {
 	printDeferred(out, def)
 
 	fmt.Fprintln(out, "\nBoth experiments, and five more, run as e2e tests: make test (see docs/experiments.md).")
-	if alreadyUp || o.keep {
+	printLabLeftUp(out, alreadyUp || o.keepLab)
+	return nil
+}
+
+func printLabLeftUp(out io.Writer, up bool) {
+	if up {
 		fmt.Fprintf(out, "The lab is up: eval \"$(snug lab env)\" && kubectl get nodes; snug lab down when done.\n")
 	}
-	return nil
 }
 
 func printCPUResize(out io.Writer, r *experiment.CPUResizeResult) {
@@ -246,7 +310,11 @@ func (p *prefixWriter) Write(b []byte) (int, error) {
 		if i < 0 {
 			return len(b), nil
 		}
-		if _, err := fmt.Fprintf(p.w, "%s%s\n", p.prefix, p.buf[:i]); err != nil {
+		prefix := p.prefix
+		if i == 0 {
+			prefix = "" // no trailing blanks on empty lines
+		}
+		if _, err := fmt.Fprintf(p.w, "%s%s\n", prefix, p.buf[:i]); err != nil {
 			return len(b), err
 		}
 		p.buf = p.buf[i+1:]

@@ -1,0 +1,616 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
+
+	"github.com/snug-dev/snug/api/v1alpha1"
+	policyclient "github.com/snug-dev/snug/api/v1alpha1/client"
+	"github.com/snug-dev/snug/internal/agent"
+	"github.com/snug-dev/snug/internal/experiment"
+)
+
+const (
+	// demoStabilizationSeconds is the demo policy's scale-down window: short,
+	// so that --shrink shows a shrink within a couple of minutes (the
+	// default is 300).
+	demoStabilizationSeconds = 30
+	// demoDeployment is the Deployment the demo autoscales.
+	demoDeployment = "snug-load"
+	// demoQuiet is how long the pod must go without a resize before the
+	// load step, and demoSettleTimeout bounds that wait.
+	demoQuiet         = 5 * time.Second
+	demoSettleTimeout = 90 * time.Second
+)
+
+const demoIntro = `snug demo: snug grows a running pod in place when its load steps up
+
+snug is a vertical pod autoscaler that changes a running pod's CPU and memory
+without restarting it, within seconds. Its agent (one per node) reads every
+container's cgroup files each second; when a container starves (CPU
+throttled, memory near its limit) it patches the pod's "resize" subresource,
+and the kubelet rewrites the container's cgroup limits in place. Its
+controller serves the SnugPolicy objects that say which pods snug may resize.
+
+This demo runs both on a one-node Kubernetes on this machine, "the lab":
+  1. the lab up; snug's agent and controller started on it
+  2. a SnugPolicy (updateMode InPlace) over a Deployment of one snug-load pod
+     burning 50m of CPU under a 100m limit
+  3. a load step to 400m, and snug status --watch catching snug's resize
+  4. a summary: seconds from the step to the agent's decision, its patch and
+     the pod's status; restarts; QoS class
+--shrink adds the load's drop and the slow shrink; --experiments runs the
+field report's experiments 1 and 3 instead.
+`
+
+// demoRun is the state of one live demo: what is running, for the steps
+// and for clean-up.
+type demoRun struct {
+	o      *demoOptions
+	out    io.Writer // safe for concurrent use
+	client kubernetes.Interface
+	snug   *experiment.Snug
+	ns     string
+	pod    string
+	// shown is the SentAt of the last resize printed.
+	shown time.Time
+}
+
+func runDemoLive(ctx context.Context, o *demoOptions, stdout io.Writer) (err error) {
+	out := &lockedWriter{w: stdout}
+	fmt.Fprint(out, demoIntro+"\n")
+	self, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("finding the snug binary: %w", err)
+	}
+	client, alreadyUp, down, err := demoLab(ctx, o, out)
+	defer func() { err = errors.Join(err, down()) }()
+	if err != nil {
+		return err
+	}
+	d := &demoRun{o: o, out: out, client: client}
+	defer func() {
+		if errors.Is(err, context.Canceled) {
+			err = fmt.Errorf("interrupted: %w", err)
+		}
+	}()
+	defer func() {
+		if err == nil {
+			fmt.Fprintln(out, "\nThe same proof, with memory, BestEffort and Guaranteed pods, runs as an e2e test: make test (test/e2e/autoscale_test.go).")
+			printLabLeftUp(out, alreadyUp || o.keepLab)
+		}
+	}()
+	// Clean-up runs on a context that Ctrl-C does not cancel.
+	defer func() { err = errors.Join(err, d.cleanUp(context.WithoutCancel(ctx))) }()
+
+	if err := d.startSnug(ctx, self); err != nil {
+		return err
+	}
+	if err := d.createWorkload(ctx); err != nil {
+		return err
+	}
+	if err := d.settle(ctx); err != nil {
+		return err
+	}
+	sum, err := d.step(ctx, "cpu=400m", growStop)
+	if err != nil {
+		return err
+	}
+	fmt.Fprint(out, sum.format())
+	if o.shrink {
+		if err := d.shrink(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (d *demoRun) startSnug(ctx context.Context, self string) error {
+	logDir, err := os.MkdirTemp("", "snug-demo-")
+	if err != nil {
+		return err
+	}
+	fmt.Fprint(d.out, `
+== snug: starting its agent (--autoscale) and its controller on this machine
+   They run as host processes against the lab's API server, with its admin
+   kubeconfig, as a DaemonSet and a Deployment would in a cluster. The agent's
+   --cpu-half-life 10s makes its usage percentiles forget fast, for the demo.
+`)
+	start := time.Now()
+	d.snug, err = experiment.StartSnug(ctx, d.client, experiment.SnugOptions{
+		Binary:     self,
+		Node:       d.o.lab.NodeName,
+		Kubeconfig: d.o.lab.Kubeconfig(),
+		LogDir:     logDir,
+		AgentArgs:  []string{"--cpu-half-life", "10s"},
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(d.out, "   agent ready (%s/api/v1/containers), controller leading, in %.1fs\n", d.snug.AgentURL, time.Since(start).Seconds())
+	fmt.Fprintf(d.out, "   logs: %s\n         %s\n", d.snug.AgentLog, d.snug.ControllerLog)
+	return nil
+}
+
+func (d *demoRun) createWorkload(ctx context.Context) error {
+	fmt.Fprintf(d.out, `
+== A SnugPolicy over a Deployment of one snug-load pod
+   snug-load burns the CPU its control file asks for (%s/<pod>).
+   Its one container "app": cpu 50m request / 100m limit, memory 64Mi/128Mi
+   (Burstable), load 50m. The policy: updateMode InPlace, and a %ds
+   stabilization window before any shrink (the default is 300s).
+`, d.o.lab.LoadDir(), demoStabilizationSeconds)
+	ns, err := d.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "snug-demo-"}}, metav1.CreateOptions{})
+	if err != nil {
+		return fmt.Errorf("creating the demo's namespace: %w", err)
+	}
+	d.ns = ns.Name
+	cfg, err := clientcmd.BuildConfigFromFlags("", d.o.lab.Kubeconfig())
+	if err != nil {
+		return fmt.Errorf("loading the lab's kubeconfig: %w", err)
+	}
+	cfg.Timeout = requestTimeout
+	pc, err := policyclient.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	policy := &v1alpha1.SnugPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: demoDeployment},
+		Spec: v1alpha1.SnugPolicySpec{
+			TargetRef:    &v1alpha1.CrossVersionObjectReference{Kind: "Deployment", Name: demoDeployment},
+			UpdatePolicy: &v1alpha1.PodUpdatePolicy{UpdateMode: v1alpha1.UpdateModeInPlace},
+			Behavior: &v1alpha1.Behavior{ScaleDown: &v1alpha1.ScaleDownBehavior{
+				StabilizationWindowSeconds: ptr.To[int32](demoStabilizationSeconds),
+			}},
+		},
+	}
+	if _, err := pc.SnugPolicies(d.ns).Create(ctx, policy, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating the SnugPolicy: %w", err)
+	}
+	fmt.Fprintf(d.out, "   namespace %s, snugpolicy/%s created\n", d.ns, demoDeployment)
+	pods, err := experiment.LoadDeployment{
+		Name: demoDeployment, Replicas: 1,
+		CPURequest: "50m", CPULimit: "100m", MemoryRequest: "64Mi", MemoryLimit: "128Mi",
+		Args: []string{"--cpu=50m"}, LoadDir: d.o.lab.LoadDir(),
+	}.Create(ctx, d.client, d.ns, 2*time.Minute)
+	if err != nil {
+		return err
+	}
+	d.pod = pods[0].Name
+	fmt.Fprintf(d.out, "   deployment/%s: pod %s running\n", demoDeployment, d.pod)
+	c, err := d.waitAgent(ctx, time.Minute, "the agent to sample the pod under the policy", func(c *agent.ContainerJSON) bool {
+		return c.Autoscale != nil && c.Autoscale.LastDecision != nil && ratePoints(c.History) >= 3
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(d.out, "   the agent tracks it under policy %s: %s\n", c.Autoscale.Policy, usageLine(c.Latest))
+	fmt.Fprintf(d.out, `   50m of load under a 100m limit can be throttled in bursts, so snug may grow
+   the pod already. Waiting until it has gone %v without a resize (at most %v).
+`, demoQuiet, demoSettleTimeout)
+	return nil
+}
+
+// settle waits until the pod has gone demoQuiet without a resize, for at
+// most demoSettleTimeout, so that the step starts from a quiet pod.
+func (d *demoRun) settle(ctx context.Context) error {
+	start := time.Now()
+	_, err := d.waitAgent(ctx, demoSettleTimeout, "", func(c *agent.ContainerJSON) bool {
+		rs := c.Autoscale.Resizes
+		for _, r := range rs {
+			if r.SentAt.After(d.shown) {
+				d.shown = r.SentAt
+				fmt.Fprintf(d.out, "   snug resized it meanwhile: %s (%s)\n", r.Plan, r.Outcome)
+			}
+		}
+		if c.Autoscale.LastDecision != nil && c.Autoscale.LastDecision.CPU.Why == "InFlight" {
+			return false
+		}
+		last := start
+		if len(rs) > 0 && rs[len(rs)-1].SentAt.After(last) {
+			last = rs[len(rs)-1].SentAt
+		}
+		return time.Since(last) >= demoQuiet
+	})
+	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+		fmt.Fprintf(d.out, "   still resizing after %v: stepping anyway\n", demoSettleTimeout)
+		return nil
+	}
+	return err
+}
+
+// stopWhen says, from the pod's actual cpu at the step and now, whether the
+// watch after a step has seen what it waits for.
+type stopWhen func(before, now podState) bool
+
+// growStop: the actual cpu limit grew. shrinkStop: the actual cpu request
+// shrank (a shrink need not lower the limit).
+func growStop(before, now podState) bool   { return now.CPULimitMilli > before.CPULimitMilli }
+func shrinkStop(before, now podState) bool { return now.CPURequestMilli < before.CPURequestMilli }
+
+// step writes the load targets, shows snug status --watch until the pod's
+// actual cpu satisfies stop (or the timeout), and returns what it saw.
+func (d *demoRun) step(ctx context.Context, targets string, stop stopWhen) (*demoSummary, error) {
+	before, err := d.client.CoreV1().Pods(d.ns).Get(ctx, d.pod, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("reading pod %s: %w", d.pod, err)
+	}
+	sum := &demoSummary{Targets: targets, Before: podFacts(before)}
+	fmt.Fprintf(d.out, `
+== Load step: %s, and snug status --watch
+   The table is snug status --watch -n %s: CPU and MEMORY are the
+   desired request/limit (the pod's spec); while the kubelet has not applied
+   them yet, "(alloc ..., actual ...)" follows. Lines marked >> come from the
+   agent's JSON API. Watching until the pod's status (its containerStatuses'
+   resources) shows the new cpu (at most %v).
+`, targets, d.ns, d.o.timeout)
+
+	sum.Step, err = experiment.WriteLoad(d.o.lab.LoadDir(), d.pod, targets)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(d.out, "\n   %s  load step: wrote %q to %s\n", sum.Step.Format("15:04:05.000"), targets, filepath.Join(d.o.lab.LoadDir(), d.pod))
+	wctx, stopWatch := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer func() { stopWatch(); wg.Wait() }()
+	so := &statusOptions{kube: kubeOptions{kubeconfig: d.o.lab.Kubeconfig(), namespace: d.ns}, output: "table", watch: true}
+	sw := &prefixWriter{w: d.out, prefix: "   "}
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		if err := runStatus(wctx, so, sw); err != nil && wctx.Err() == nil {
+			fmt.Fprintf(d.out, "   (snug status --watch: %v)\n", err)
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		d.narrate(wctx, sum.Step)
+	}()
+
+	tctx, cancel := context.WithTimeout(ctx, d.o.timeout)
+	defer cancel()
+	seen, after, err := waitPod(tctx, d.client, d.ns, d.pod, before.ResourceVersion, func(p *corev1.Pod) bool {
+		now := podFacts(p)
+		return now.CPU != "" && stop(sum.Before, now)
+	})
+	stopWatch()
+	wg.Wait()
+	switch {
+	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
+		return nil, fmt.Errorf("the pod's status did not show a new cpu within %v of the load step (--timeout; agent log: %s)", d.o.timeout, d.snug.AgentLog)
+	case err != nil:
+		return nil, err
+	}
+	sum.StatusAt = seen
+	sum.After = podFacts(after)
+	// The final table, once.
+	fmt.Fprintf(d.out, "\n   %s  the pod's status shows cpu %s: snug status -n %s\n", seen.Format("15:04:05.000"), sum.After.CPU, d.ns)
+	if err := runStatus(ctx, &statusOptions{kube: so.kube, output: "table"}, sw); err != nil {
+		return nil, err
+	}
+	sw.Flush()
+	// The agent's record of the resize arrives once it has seen the outcome.
+	c, err := d.waitAgent(ctx, 30*time.Second, "the agent's record of the resize", func(c *agent.ContainerJSON) bool {
+		return len(resizesAfter(c.Autoscale, sum.Step)) > 0
+	})
+	if err != nil {
+		return nil, err
+	}
+	sum.Resizes = resizesAfter(c.Autoscale, sum.Step)
+	d.shown = sum.Resizes[0].SentAt
+	return sum, nil
+}
+
+// narrate prints the agent's decisions and resizes after since as they
+// appear in its JSON API, until ctx ends.
+func (d *demoRun) narrate(ctx context.Context, since time.Time) {
+	var lastDecision time.Time
+	sent := map[time.Time]bool{}
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		c, err := agentContainer(ctx, d.snug.AgentURL, d.ns, d.pod)
+		if err != nil || c == nil || c.Autoscale == nil {
+			continue
+		}
+		if lc := c.Autoscale.LastChange; lc != nil && lc.CPU.Action != "Hold" && lc.Time.After(since) && lc.Time.After(lastDecision) {
+			lastDecision = lc.Time
+			fmt.Fprintf(d.out, "   >> %s  agent decided (t+%.2fs): cpu %s to request %dm limit %dm: %s\n",
+				lc.Time.Format("15:04:05.000"), lc.Time.Sub(since).Seconds(), strings.ToLower(lc.CPU.Action), lc.CPU.Request, lc.CPU.Limit, lc.CPU.Reason)
+		}
+		for _, r := range resizesAfter(c.Autoscale, since) {
+			if sent[r.SentAt] {
+				continue
+			}
+			sent[r.SentAt] = true
+			fmt.Fprintf(d.out, "   >> %s  agent's resize %s (patched t+%.2fs): %s\n",
+				r.SentAt.Format("15:04:05.000"), r.Outcome, r.DecidedAt.Sub(since).Seconds()+r.DecisionToPatchSeconds, r.Plan)
+		}
+	}
+}
+
+func (d *demoRun) shrink(ctx context.Context) error {
+	fmt.Fprintf(d.out, `
+== --shrink: the load drops back to 50m
+   snug grows at once when a container starves, but shrinks slowly: only
+   after the policy's stabilization window (%ds here) of lower usage, by
+   bounded steps. First the grows end (no resize for %v).
+`, demoStabilizationSeconds, demoQuiet)
+	if err := d.settle(ctx); err != nil {
+		return err
+	}
+	d.o.timeout = max(d.o.timeout, demoStabilizationSeconds*time.Second+4*time.Minute)
+	sum, err := d.step(ctx, "cpu=50m", shrinkStop)
+	if err != nil {
+		return err
+	}
+	fmt.Fprint(d.out, sum.format())
+	return nil
+}
+
+func (d *demoRun) cleanUp(ctx context.Context) error {
+	var errs []error
+	if d.ns != "" {
+		fmt.Fprintf(d.out, "\n== Cleaning up: namespace %s", d.ns)
+		if d.pod != "" {
+			_ = os.Remove(filepath.Join(d.o.lab.LoadDir(), d.pod))
+		}
+		errs = append(errs, deleteNamespace(ctx, d.client, d.ns))
+	} else if d.snug != nil {
+		fmt.Fprint(d.out, "\n== Cleaning up")
+	}
+	if d.snug != nil {
+		fmt.Fprint(d.out, ", snug's agent and controller")
+		errs = append(errs, d.snug.Stop())
+	}
+	if d.ns != "" || d.snug != nil {
+		fmt.Fprintln(d.out)
+	}
+	return errors.Join(errs...)
+}
+
+func deleteNamespace(ctx context.Context, client kubernetes.Interface, ns string) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	_ = client.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}, metav1.ListOptions{})
+	if err := client.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting namespace %s: %w", ns, err)
+	}
+	for {
+		_, err := client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("namespace %s not gone: %w", ns, ctx.Err())
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// waitAgent polls the agent's view of the demo pod's container until cond
+// holds (Autoscale is set whenever cond is called) or timeout passes.
+// what names the wait in the error; empty returns the bare deadline error.
+func (d *demoRun) waitAgent(ctx context.Context, timeout time.Duration, what string, cond func(*agent.ContainerJSON) bool) (*agent.ContainerJSON, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var lastErr error
+	for {
+		c, err := agentContainer(ctx, d.snug.AgentURL, d.ns, d.pod)
+		if err != nil {
+			lastErr = err
+		} else if c != nil && c.Autoscale != nil && cond(c) {
+			return c, nil
+		}
+		select {
+		case <-ctx.Done():
+			if what == "" || ctx.Err() != context.DeadlineExceeded {
+				return nil, ctx.Err()
+			}
+			return nil, fmt.Errorf("waiting %v for %s: %w (last error: %v; agent log: %s)", timeout, what, ctx.Err(), lastErr, d.snug.AgentLog)
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// agentContainer reads the container "app" of ns/pod from the agent's JSON
+// API; nil when the agent does not know the pod (yet).
+func agentContainer(ctx context.Context, base, ns, pod string) (*agent.ContainerJSON, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/api/v1/namespaces/"+ns+"/pods/"+pod+"?limit=30", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	switch resp.StatusCode {
+	case http.StatusOK:
+	case http.StatusNotFound:
+		return nil, nil
+	default:
+		return nil, fmt.Errorf("agent API: %s", resp.Status)
+	}
+	var list agent.ContainerList
+	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
+		return nil, fmt.Errorf("agent API: %w", err)
+	}
+	for i := range list.Containers {
+		if list.Containers[i].Container == "app" {
+			return &list.Containers[i], nil
+		}
+	}
+	return nil, nil
+}
+
+// waitPod watches the pod from resourceVersion rv until ok holds for it,
+// and returns when the watch saw it and the pod.
+func waitPod(ctx context.Context, client kubernetes.Interface, ns, name, rv string, ok func(*corev1.Pod) bool) (time.Time, *corev1.Pod, error) {
+	sel := fields.OneTermEqualSelector("metadata.name", name).String()
+	for {
+		w, err := client.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{FieldSelector: sel, ResourceVersion: rv})
+		if err != nil {
+			if ctx.Err() != nil {
+				return time.Time{}, nil, ctx.Err()
+			}
+			// An expired version or a broken connection: start from now.
+			rv = ""
+			time.Sleep(200 * time.Millisecond)
+			continue
+		}
+		for ev := range w.ResultChan() {
+			p, isPod := ev.Object.(*corev1.Pod)
+			if !isPod {
+				continue
+			}
+			rv = p.ResourceVersion
+			if ok(p) {
+				w.Stop()
+				return time.Now(), p, nil
+			}
+		}
+		w.Stop()
+		if ctx.Err() != nil {
+			return time.Time{}, nil, ctx.Err()
+		}
+	}
+}
+
+// resizesAfter returns the agent's resizes decided after t.
+func resizesAfter(v *agent.AutoscaleJSON, t time.Time) []agent.ResizeJSON {
+	if v == nil {
+		return nil
+	}
+	var out []agent.ResizeJSON
+	for _, r := range v.Resizes {
+		if r.DecidedAt.After(t) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func ratePoints(ps []agent.PointJSON) int {
+	n := 0
+	for _, p := range ps {
+		if p.HasRate {
+			n++
+		}
+	}
+	return n
+}
+
+func usageLine(p agent.PointJSON) string {
+	s := "no rate yet"
+	if p.CPUUsageMillicores != nil {
+		s = fmt.Sprintf("using %.0fm cpu", *p.CPUUsageMillicores)
+	}
+	if p.CPUThrottledFraction != nil {
+		s += fmt.Sprintf(", %.0f%% of periods throttled", 100**p.CPUThrottledFraction)
+	}
+	return s
+}
+
+// podState is what the summary compares before and after a step.
+type podState struct {
+	// CPU is the first container's actual cpu request/limit
+	// (status.containerStatuses[0].resources); empty before the kubelet
+	// reports it.
+	CPU                            string
+	CPURequestMilli, CPULimitMilli int64
+	Restarts                       int32
+	ContainerID                    string
+	QoS                            corev1.PodQOSClass
+}
+
+func podFacts(p *corev1.Pod) podState {
+	var s podState
+	s.QoS = p.Status.QOSClass
+	if len(p.Status.ContainerStatuses) > 0 {
+		cs := p.Status.ContainerStatuses[0]
+		s.Restarts, s.ContainerID = cs.RestartCount, cs.ContainerID
+		if cs.Resources != nil {
+			s.CPU = pairOf(*cs.Resources, corev1.ResourceCPU)
+			req, lim := cs.Resources.Requests[corev1.ResourceCPU], cs.Resources.Limits[corev1.ResourceCPU]
+			s.CPURequestMilli, s.CPULimitMilli = req.MilliValue(), lim.MilliValue()
+		}
+	}
+	return s
+}
+
+// demoSummary is what one load step showed.
+type demoSummary struct {
+	Targets string
+	// Step is when the load was written; StatusAt when the pod's watch saw
+	// the new cpu limit in its status.
+	Step, StatusAt time.Time
+	Before, After  podState
+	// Resizes are the agent's resizes decided after the step, as its API
+	// had them once the status showed the first.
+	Resizes []agent.ResizeJSON
+}
+
+// format is the summary's text: the seconds from the step to the first
+// resize's decision, patch and status, then what did not change.
+func (s *demoSummary) format() string {
+	var b strings.Builder
+	verb := "grown"
+	if s.After.CPURequestMilli < s.Before.CPURequestMilli {
+		verb = "shrunk"
+	}
+	fmt.Fprintf(&b, "\n== Result: %s in place, %.2fs from the load step (%s) to the pod's status\n", verb, s.StatusAt.Sub(s.Step).Seconds(), s.Targets)
+	if len(s.Resizes) > 0 {
+		r := s.Resizes[0]
+		decided := r.DecidedAt.Sub(s.Step).Seconds()
+		fmt.Fprintf(&b, "     step -> agent's decision     %6.2fs  (%s)\n", decided, r.Plan)
+		fmt.Fprintf(&b, "     step -> patch accepted       %6.2fs\n", decided+r.DecisionToPatchSeconds)
+	}
+	fmt.Fprintf(&b, "     step -> status shows it      %6.2fs  (actual cpu %s -> %s)\n", s.StatusAt.Sub(s.Step).Seconds(), s.Before.CPU, s.After.CPU)
+	if len(s.Resizes) > 1 {
+		fmt.Fprintf(&b, "     resizes after the step       %d (the agent records them as they complete)\n", len(s.Resizes))
+	}
+	fmt.Fprintf(&b, "     restarts                     %d -> %d\n", s.Before.Restarts, s.After.Restarts)
+	fmt.Fprintf(&b, "     container ID                 %s\n", sameOrChanged(s.Before.ContainerID, s.After.ContainerID))
+	qos := "unchanged"
+	if s.Before.QoS != s.After.QoS {
+		qos = "CHANGED"
+	}
+	fmt.Fprintf(&b, "     QoS class                    %s -> %s (%s)\n", s.Before.QoS, s.After.QoS, qos)
+	return b.String()
+}
+
+// lockedWriter serializes writes from the demo's goroutines.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
+}

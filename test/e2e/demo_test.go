@@ -1,0 +1,82 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// TestDemo runs the built `snug demo` as a user would, against the lab
+// TestMain brought up (the demo reuses it and leaves it up), and holds its
+// output to issue 5's promise: snug's agent and controller start, a load
+// step, snug status --watch catches the resize, and the summary shows the
+// grow with no restart and the QoS class kept. It logs the demo's figures.
+func TestDemo(t *testing.T) {
+	bin := os.Getenv("SNUG_BIN")
+	if bin == "" {
+		bin, _ = filepath.Abs("../../bin")
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 8*time.Minute)
+	defer cancel()
+	var out bytes.Buffer
+	cmd := exec.CommandContext(ctx, filepath.Join(bin, "snug"), "demo",
+		"--kubernetes-version", labOpts.KubernetesVersion, "--dir", labOpts.Dir, "--cache-dir", labOpts.CacheDir, "--timeout", "90s")
+	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.WaitDelay = time.Minute
+	start := time.Now()
+	err := cmd.Run()
+	t.Logf("snug demo took %.1fs; its output:\n%s", time.Since(start).Seconds(), out.String())
+	if err != nil {
+		t.Fatalf("snug demo: %v", err)
+	}
+	text := out.String()
+	for _, want := range []string{
+		"the lab was already up: using it, and leaving it up",
+		"agent ready",
+		"load step: wrote \"cpu=400m\"",
+		"POD", // snug status --watch's table
+		"== Result: grown in place",
+		"step -> agent's decision",
+		"step -> patch accepted",
+		"QoS class                    Burstable -> Burstable (unchanged)",
+		"container ID                 unchanged",
+		"== Cleaning up: namespace snug-demo-",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+	if !regexp.MustCompile(`restarts\s+0 -> 0\n`).MatchString(text) {
+		t.Errorf("output lacks the summary's restarts 0 -> 0")
+	}
+	if m := regexp.MustCompile(`step -> status shows it\s+([0-9.]+)s  \(actual cpu (\S+) -> (\S+)\)`).FindStringSubmatch(text); m == nil {
+		t.Errorf("output lacks the step -> status figure")
+	} else {
+		t.Logf("DEMO %s step->status %ss, actual cpu %s -> %s", labOpts.KubernetesVersion, m[1], m[2], m[3])
+	}
+
+	// The lab is still up, and the demo's namespace gone.
+	if _, err := client.Discovery().ServerVersion(); err != nil {
+		t.Errorf("the lab is not up after the demo: %v", err)
+	}
+	nss, err := client.CoreV1().Namespaces().List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ns := range nss.Items {
+		if strings.HasPrefix(ns.Name, "snug-demo-") {
+			t.Errorf("namespace %s left behind (%s)", ns.Name, ns.Status.Phase)
+		}
+	}
+}
