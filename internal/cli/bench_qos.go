@@ -122,17 +122,13 @@ func runBenchQoS(ctx context.Context, o *benchQoSOptions, out io.Writer) (err er
 		}
 	}
 	lw := &prefixWriter{w: out, prefix: "   "}
-	upErr := lab.Up(ctx, o.lab, lw)
+	defer lw.Flush()
+	release, _, err := lab.UpOrReuse(ctx, o.lab, o.KeepLab, lw)
 	lw.Flush()
-	alreadyUp := errors.Is(upErr, lab.ErrAlreadyUp)
-	if upErr != nil && !alreadyUp {
-		return upErr
+	if err != nil {
+		return err
 	}
-	if !alreadyUp && !o.KeepLab {
-		defer func() {
-			err = errors.Join(err, lab.Down(context.WithoutCancel(ctx), o.lab, io.Discard))
-		}()
-	}
+	defer func() { err = errors.Join(err, release(context.WithoutCancel(ctx))) }()
 	client, err := o.lab.Client()
 	if err != nil {
 		return err
@@ -223,15 +219,13 @@ func benchQoSVPA(ctx context.Context, o *benchQoSOptions, client kubernetes.Inte
 	fmt.Fprintf(out, "\n== vpa: upstream VPA v%s (metrics-server v%s), VerticalPodAutoscaler updateMode InPlaceOrRecreate, controlledValues RequestsOnly\n",
 		vo.VPAVersion, vo.MetricsServerVersion)
 	lw := &prefixWriter{w: out, prefix: "   "}
-	upErr := vpa.Up(ctx, vo, lw)
+	defer lw.Flush()
+	release, _, err := vpa.UpOrReuse(ctx, vo, o.KeepLab, lw)
 	lw.Flush()
-	started := !errors.Is(upErr, vpa.ErrAlreadyUp)
-	if upErr != nil && started {
-		return nil, upErr
+	if err != nil {
+		return nil, err
 	}
-	if started && !o.KeepLab {
-		defer func() { err = errors.Join(err, vpa.Down(context.WithoutCancel(ctx), vo, io.Discard)) }()
-	}
+	defer func() { err = errors.Join(err, release(context.WithoutCancel(ctx))) }()
 	cfg, err := clientcmd.BuildConfigFromFlags("", o.lab.Kubeconfig())
 	if err != nil {
 		return nil, err

@@ -14,15 +14,21 @@ import (
 // Commands that need a lab for a while (benchmarks, the demo) use it so that
 // a lab someone is working with survives them.
 func UpOrReuse(ctx context.Context, o *Options, keep bool, log io.Writer) (release func(context.Context) error, reused bool, err error) {
+	return StartedOrReused(Up(ctx, o, log), ErrAlreadyUp, keep, func(ctx context.Context) error { return Down(ctx, o, log) })
+}
+
+// StartedOrReused turns the result of starting something (upErr; alreadyUp
+// when it was already running) into UpOrReuse's answer: release is down for
+// what was started here unless keep, and does nothing otherwise.
+func StartedOrReused(upErr, alreadyUp error, keep bool, down func(context.Context) error) (release func(context.Context) error, reused bool, err error) {
 	noop := func(context.Context) error { return nil }
-	err = Up(ctx, o, log)
 	switch {
-	case errors.Is(err, ErrAlreadyUp):
+	case errors.Is(upErr, alreadyUp):
 		return noop, true, nil
-	case err != nil:
-		return noop, false, err
+	case upErr != nil:
+		return noop, false, upErr
 	case keep:
 		return noop, false, nil
 	}
-	return func(ctx context.Context) error { return Down(ctx, o, log) }, false, nil
+	return down, false, nil
 }

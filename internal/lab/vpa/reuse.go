@@ -2,8 +2,9 @@ package vpa
 
 import (
 	"context"
-	"errors"
 	"io"
+
+	"github.com/snug-dev/snug/internal/lab"
 )
 
 // UpOrReuse starts VPA and metrics-server on the lab, or uses them when
@@ -11,15 +12,5 @@ import (
 // does nothing when they were already up or keep is set. reused says
 // whether they were already up.
 func UpOrReuse(ctx context.Context, o *Options, keep bool, log io.Writer) (release func(context.Context) error, reused bool, err error) {
-	noop := func(context.Context) error { return nil }
-	err = Up(ctx, o, log)
-	switch {
-	case errors.Is(err, ErrAlreadyUp):
-		return noop, true, nil
-	case err != nil:
-		return noop, false, err
-	case keep:
-		return noop, false, nil
-	}
-	return func(ctx context.Context) error { return Down(ctx, o, log) }, false, nil
+	return lab.StartedOrReused(Up(ctx, o, log), ErrAlreadyUp, keep, func(ctx context.Context) error { return Down(ctx, o, log) })
 }
