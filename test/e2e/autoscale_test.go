@@ -174,7 +174,9 @@ func testAutoscaleBarePods(t *testing.T, pc *policyclient.Client, ag *agentProc,
 	// 64Mi -> 144Mi -> 324Mi -> 486Mi for this working set).
 	c = ag.waitAutoscale(t, ns, mem, 3*time.Minute, func(c agent.ContainerJSON) bool {
 		rs := appliedAfter(c.Autoscale, memStep)
-		return len(ratePointsAfter(c.History, memStep)) >= 75 && c.Autoscale.LastDecision.Memory.Why != "InFlight" &&
+		// The view holds the last 30 points (?limit=30): 75 s is read off
+		// the latest sample's time, not counted.
+		return c.Latest.Time.Sub(memStep) >= 75*time.Second && c.Autoscale.LastDecision.Memory.Why != "InFlight" &&
 			len(ratePointsAfter(c.History, rs[len(rs)-1].AppliedAt.Add(time.Second))) >= 10
 	})
 	ws := c.Latest.MemoryWorkingSetBytes
