@@ -15,7 +15,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -237,10 +236,7 @@ func benchQoSVPA(ctx context.Context, o *benchQoSOptions, client kubernetes.Inte
 	run, err = experiment.RunQoS(ctx, experiment.QoSOptions{
 		Client: client, LoadDir: o.lab.LoadDir(), Observe: o.Observe,
 		Attach: func(ctx context.Context, ns string) error {
-			if _, err := dyn.Resource(vpa.VPAResource).Namespace(ns).Create(ctx, qosVPAObject(), metav1.CreateOptions{}); err != nil {
-				return fmt.Errorf("creating VerticalPodAutoscaler: %w", err)
-			}
-			return nil
+			return qosVPA().Create(ctx, dyn, ns)
 		},
 	})
 	if run != nil && run.Namespace != "" {
@@ -270,19 +266,14 @@ func qosSnugPolicy() *v1alpha1.SnugPolicy {
 
 // qosVPAObject is the VerticalPodAutoscaler of the wall-4 run, with the
 // report's container policy.
-func qosVPAObject() *unstructured.Unstructured {
-	return &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "autoscaling.k8s.io/v1",
-		"kind":       "VerticalPodAutoscaler",
-		"metadata":   map[string]any{"name": experiment.QoSDeployment},
-		"spec": map[string]any{
-			"targetRef":    map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "name": experiment.QoSDeployment},
-			"updatePolicy": map[string]any{"updateMode": "InPlaceOrRecreate"},
-			"resourcePolicy": map[string]any{"containerPolicies": []any{map[string]any{
-				"containerName": "*", "controlledValues": "RequestsOnly", "controlledResources": []any{"cpu", "memory"},
-			}}},
-		},
-	}}
+// qosVPA is the wall-4 VerticalPodAutoscaler: InPlaceOrRecreate,
+// RequestsOnly on cpu and memory.
+func qosVPA() experiment.VPAObject {
+	return experiment.VPAObject{
+		Name: experiment.QoSDeployment, Deployment: experiment.QoSDeployment,
+		UpdateMode: "InPlaceOrRecreate", ControlledValues: "RequestsOnly",
+		ControlledResources: []string{"cpu", "memory"},
+	}
 }
 
 func qosPolicyClient(o *lab.Options) (*policyclient.Client, error) {

@@ -69,7 +69,7 @@ func TestQoSPolicies(t *testing.T) {
 		p.Spec.TargetRef.Name != experiment.QoSDeployment {
 		t.Errorf("SnugPolicy spec %+v", p.Spec)
 	}
-	v := qosVPAObject().Object["spec"].(map[string]any)
+	v := qosVPA().Build().Object["spec"].(map[string]any)
 	if v["updatePolicy"].(map[string]any)["updateMode"] != "InPlaceOrRecreate" {
 		t.Errorf("VPA spec %v", v)
 	}

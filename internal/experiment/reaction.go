@@ -22,6 +22,7 @@ import (
 	"github.com/snug-dev/snug/api/v1alpha1"
 	policyclient "github.com/snug-dev/snug/api/v1alpha1/client"
 	"github.com/snug-dev/snug/internal/agent"
+	"github.com/snug-dev/snug/internal/lab/vpa"
 	"github.com/snug-dev/snug/internal/trace"
 )
 
@@ -594,7 +595,7 @@ func waitVPATarget(ctx context.Context, dyn dynamic.Interface, ns, name string, 
 	}
 	var got int64
 	err := poll(ctx, 500*time.Millisecond, func(ctx context.Context) (bool, error) {
-		u, err := dyn.Resource(VPAResource).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+		u, err := dyn.Resource(vpa.VPAResource).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, nil // transient; the deadline reports a lasting failure
 		}

@@ -7,14 +7,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
-)
 
-// VPAResource is upstream's VerticalPodAutoscaler (autoscaling.k8s.io/v1).
-// internal/lab/vpa names the same resource; this copy keeps the experiments
-// free of the lab.
-var VPAResource = schema.GroupVersionResource{Group: "autoscaling.k8s.io", Version: "v1", Resource: "verticalpodautoscalers"}
+	"github.com/snug-dev/snug/internal/lab/vpa"
+)
 
 // VPAObject is a VerticalPodAutoscaler for a Deployment, with upstream's
 // defaults for everything not named here.
@@ -28,6 +24,9 @@ type VPAObject struct {
 	// controlledValues (RequestsAndLimits or RequestsOnly) for every
 	// container ("*").
 	ControlledValues string
+	// ControlledResources, when set with ControlledValues, is that container
+	// policy's controlledResources.
+	ControlledResources []string
 }
 
 // Build returns the object.
@@ -37,9 +36,15 @@ func (v VPAObject) Build() *unstructured.Unstructured {
 		"updatePolicy": map[string]any{"updateMode": v.UpdateMode},
 	}
 	if v.ControlledValues != "" {
-		spec["resourcePolicy"] = map[string]any{"containerPolicies": []any{
-			map[string]any{"containerName": "*", "controlledValues": v.ControlledValues},
-		}}
+		cp := map[string]any{"containerName": "*", "controlledValues": v.ControlledValues}
+		if len(v.ControlledResources) > 0 {
+			rs := make([]any, len(v.ControlledResources))
+			for i, r := range v.ControlledResources {
+				rs[i] = r
+			}
+			cp["controlledResources"] = rs
+		}
+		spec["resourcePolicy"] = map[string]any{"containerPolicies": []any{cp}}
 	}
 	return &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "autoscaling.k8s.io/v1",
@@ -51,7 +56,7 @@ func (v VPAObject) Build() *unstructured.Unstructured {
 
 // Create creates the object in ns.
 func (v VPAObject) Create(ctx context.Context, dyn dynamic.Interface, ns string) error {
-	if _, err := dyn.Resource(VPAResource).Namespace(ns).Create(ctx, v.Build(), metav1.CreateOptions{}); err != nil {
+	if _, err := dyn.Resource(vpa.VPAResource).Namespace(ns).Create(ctx, v.Build(), metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("creating VerticalPodAutoscaler %s/%s (%s): %w", ns, v.Name, v.UpdateMode, err)
 	}
 	return nil
