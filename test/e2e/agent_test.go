@@ -362,15 +362,11 @@ func createLoadPod(t *testing.T, ns string, lp loadPod) string {
 // returns when it was written; snug-load reads it within 50 ms.
 func writeLoad(t *testing.T, pod, targets string) time.Time {
 	t.Helper()
-	p := filepath.Join(labOpts.LoadDir(), pod)
-	tmp := p + ".tmp"
-	if err := os.WriteFile(tmp, []byte(targets+"\n"), 0o644); err != nil {
+	at, err := experiment.WriteLoad(labOpts.LoadDir(), pod, targets)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Rename(tmp, p); err != nil {
-		t.Fatal(err)
-	}
-	return time.Now()
+	return at
 }
 
 func deletePod(t *testing.T, ns, name string) {

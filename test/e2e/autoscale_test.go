@@ -13,10 +13,8 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset/typed/apiextensions/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/tools/clientcmd"
@@ -271,52 +269,14 @@ func installPolicyCRD(t *testing.T) *policyclient.Client {
 // 50m (cpu 50m/100m, memory 64Mi/128Mi) and returns its running pod's name.
 func createAutoscaleDeployment(t *testing.T, ns, name string) string {
 	t.Helper()
-	ctx := t.Context()
-	hostPathType := corev1.HostPathDirectory
-	labels := map[string]string{"app": name}
-	d := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To[int32](1),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{
-					TerminationGracePeriodSeconds: ptr.To[int64](2),
-					Containers: []corev1.Container{{
-						Name: "app", Image: experiment.LoadImage, ImagePullPolicy: corev1.PullNever,
-						Args: []string{"--listen=", "--cpu=50m"},
-						Env: []corev1.EnvVar{{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{
-							FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}},
-						Resources: corev1.ResourceRequirements{
-							Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("50m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
-							Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi")},
-						},
-						VolumeMounts: []corev1.VolumeMount{{Name: "control", MountPath: "/control", ReadOnly: true}},
-					}},
-					Volumes: []corev1.Volume{{Name: "control", VolumeSource: corev1.VolumeSource{
-						HostPath: &corev1.HostPathVolumeSource{Path: labOpts.LoadDir(), Type: &hostPathType}}}},
-				},
-			},
-		},
+	pods, err := experiment.LoadDeployment{
+		Name: name, Replicas: 1, LoadDir: labOpts.LoadDir(), Args: []string{"--cpu=50m"},
+		CPURequest: "50m", CPULimit: "100m", MemoryRequest: "64Mi", MemoryLimit: "128Mi",
+	}.Create(t.Context(), client, ns, 2*time.Minute)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if _, err := client.AppsV1().Deployments(ns).Create(ctx, d, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("creating deployment %s: %v", name, err)
-	}
-	var pod string
-	waitFor(t, "deployment "+name+"'s pod running", 2*time.Minute, func() (bool, error) {
-		pods, err := client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=" + name})
-		if err != nil {
-			return false, err
-		}
-		for _, p := range pods.Items {
-			if len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].State.Running != nil {
-				pod = p.Name
-				return true, nil
-			}
-		}
-		return false, nil
-	})
+	pod := pods[0].Name
 	t.Cleanup(func() { os.Remove(filepath.Join(labOpts.LoadDir(), pod)) })
 	return pod
 }
