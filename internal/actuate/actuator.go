@@ -7,13 +7,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/utils/clock"
 
 	"github.com/snug-dev/snug/internal/resize"
@@ -22,16 +18,24 @@ import (
 // DefaultTimeout bounds Wait when WaitOptions.Timeout is zero.
 const DefaultTimeout = 2 * time.Minute
 
-// watchSeconds asks the server to end each watch after this long; Wait
-// starts the next one where the last ended. Client-side timeouts (a
-// rest.Config Timeout) end watches too and are handled the same way.
-const watchSeconds = 60
+// Client is the part of the core/v1 API the Actuator uses: pods (patch,
+// watch, get, list), nodes and namespaces (Gather). A clientset's CoreV1()
+// is one.
+type Client interface {
+	corev1client.PodsGetter
+	corev1client.NodesGetter
+	corev1client.NamespacesGetter
+}
 
 // Actuator sends resize patches and watches their outcome. Its fields are
 // read-only once in use; it is safe for concurrent use.
 type Actuator struct {
 	// Client talks to the API server. Required.
-	Client kubernetes.Interface
+	Client Client
+	// Source gives Wait the pod's versions after a patch; nil means
+	// WatchSource over Client (a watch per Wait). The agent passes one fed
+	// by its pod informer.
+	Source PodSource
 	// Clock stamps what is observed; nil means the real clock.
 	Clock clock.PassiveClock
 }
@@ -48,14 +52,19 @@ type SendOptions struct {
 	// DryRun sends the patch with dryRun=All: the API server validates and
 	// admits it but stores nothing.
 	DryRun bool
+	// PatchType is the patch's content type; empty means an RFC 6902 JSON
+	// patch (types.JSONPatchType), the only kind snug's planner makes.
+	PatchType types.PatchType
 }
 
 // Send patches the pod's resize subresource with patch (an RFC 6902 JSON
 // patch, as resize.Plan.Patch or resize.Revert make). The result's Outcome
 // is InProgress when the patch was accepted, Rejected or Conflict when the
 // API server refused it; an error means no answer about the patch was had
-// (see ClassifyPatchError), and then nothing was changed by this call
-// unless the connection broke after the server had applied it.
+// (see ClassifyPatchError; the result's APIError then carries the Status
+// if the server answered one), and then nothing was changed by this call
+// unless the connection broke after the server had applied it. Only the
+// pod's namespace and name are read.
 func (a *Actuator) Send(ctx context.Context, pod *corev1.Pod, patch []byte, o SendOptions) (Result, error) {
 	if len(patch) == 0 {
 		return Result{}, errors.New("patching resize: empty patch")
@@ -64,11 +73,16 @@ func (a *Actuator) Send(ctx context.Context, pod *corev1.Pod, patch []byte, o Se
 	if o.DryRun {
 		opts.DryRun = []string{metav1.DryRunAll}
 	}
+	pt := o.PatchType
+	if pt == "" {
+		pt = types.JSONPatchType
+	}
 	r := Result{Sent: a.now(), DryRun: o.DryRun}
-	got, err := a.Client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.JSONPatchType, patch, opts, "resize")
+	got, err := a.Client.Pods(pod.Namespace).Patch(ctx, pod.Name, pt, patch, opts, "resize")
 	r.Answered = a.now()
 	outcome, ae, cerr := ClassifyPatchError(err)
 	if cerr != nil {
+		r.APIError = ae
 		return r, fmt.Errorf("resizing pod %s/%s: %w", pod.Namespace, pod.Name, cerr)
 	}
 	if ae != nil {
@@ -94,11 +108,11 @@ type WaitOptions struct {
 // Infeasible or Error (and Conflict if someone else changes them), or
 // until the timeout (Timeout). It fills in r's times and returns it.
 //
-// It watches the pod from the patch's resourceVersion, so nothing that
-// happened after the patch is missed. A watch the server or the client's
-// timeout closes is restarted where it ended; when that version is too old
-// (410 Gone) the pod is read afresh. The pod's deletion is an error
-// wrapping ErrPodDeleted; a watch that cannot be (re)started is an error.
+// The versions come from the Actuator's Source (by default a watch from
+// the patch's resourceVersion, so nothing that happened after the patch is
+// missed); each is classified by the same rules (observe), gated by
+// observedGeneration. The pod's deletion is an error wrapping
+// ErrPodDeleted; a source that fails is an error.
 func (a *Actuator) Wait(ctx context.Context, r Result, want []resize.ContainerPlan, o WaitOptions) (Result, error) {
 	if r.Pod == nil || r.Outcome != resize.InProgress {
 		return r, errors.New("waiting for resize: nothing was sent, or it was refused")
@@ -114,7 +128,6 @@ func (a *Actuator) Wait(ctx context.Context, r Result, want []resize.ContainerPl
 	defer cancel()
 	pod := r.Pod
 	ns, name := pod.Namespace, pod.Name
-	pods := a.Client.CoreV1().Pods(ns)
 
 	// see records one version; it returns true when the wait is over.
 	see := func(p *corev1.Pod) bool {
@@ -137,110 +150,20 @@ func (a *Actuator) Wait(ctx context.Context, r Result, want []resize.ContainerPl
 	if see(pod) {
 		return r, nil
 	}
-	rv := pod.ResourceVersion
-	sel := fields.OneTermEqualSelector("metadata.name", name).String()
-	failures := 0
-	for {
-		if wctx.Err() != nil {
-			return a.ended(ctx, r)
-		}
-		secs := int64(watchSeconds)
-		w, err := pods.Watch(wctx, metav1.ListOptions{FieldSelector: sel, ResourceVersion: rv, AllowWatchBookmarks: true, TimeoutSeconds: &secs})
-		if err != nil {
-			if wctx.Err() != nil {
-				return a.ended(ctx, r)
-			}
-			if apierrors.IsGone(err) || apierrors.IsResourceExpired(err) {
-				p, gerr := pods.Get(wctx, name, metav1.GetOptions{})
-				if gerr != nil {
-					return a.readFailed(ctx, r, ns, name, gerr)
-				}
-				rv = p.ResourceVersion
-				if see(p) {
-					return r, nil
-				}
-				continue
-			}
-			// The API server may be briefly busy; a few failures in a row
-			// are retried, more end the wait.
-			if failures++; failures > 5 {
-				return r, fmt.Errorf("watching pod %s/%s: %w", ns, name, err)
-			}
-			select {
-			case <-wctx.Done():
-			case <-time.After(time.Duration(failures) * 200 * time.Millisecond):
-			}
-			continue
-		}
-		done, next, err := a.drain(wctx, w, &rv, see)
-		w.Stop()
-		switch {
-		case errors.Is(err, ErrPodDeleted):
-			return r, fmt.Errorf("waiting for resize of pod %s/%s: %w", ns, name, err)
-		case err != nil:
-			// An error event (the stream broke, the server is busy): start
-			// again from the last version seen, a few times.
-			if failures++; failures > 5 {
-				return r, fmt.Errorf("watching pod %s/%s: %w", ns, name, err)
-			}
-			continue
-		case done:
-			return r, nil
-		}
-		failures = 0
-		if next == relist {
-			p, gerr := pods.Get(wctx, name, metav1.GetOptions{})
-			if gerr != nil {
-				return a.readFailed(ctx, r, ns, name, gerr)
-			}
-			rv = p.ResourceVersion
-			if see(p) {
-				return r, nil
-			}
-		}
+	src := a.Source
+	if src == nil {
+		src = WatchSource{Pods: a.Client}
 	}
-}
-
-type afterDrain int
-
-const (
-	rewatch afterDrain = iota
-	relist
-)
-
-// drain reads one watch until it ends. It returns done when see says so,
-// relist when the watch's resourceVersion expired, and an error for the
-// pod's deletion or a watch error.
-func (a *Actuator) drain(ctx context.Context, w watch.Interface, rv *string, see func(*corev1.Pod) bool) (bool, afterDrain, error) {
-	for {
-		select {
-		case <-ctx.Done():
-			return false, rewatch, nil
-		case ev, ok := <-w.ResultChan():
-			if !ok {
-				return false, rewatch, nil
-			}
-			switch ev.Type {
-			case watch.Error:
-				err := apierrors.FromObject(ev.Object)
-				if apierrors.IsGone(err) || apierrors.IsResourceExpired(err) {
-					return false, relist, nil
-				}
-				return false, rewatch, err
-			case watch.Deleted:
-				return false, rewatch, ErrPodDeleted
-			}
-			if m, err := meta.Accessor(ev.Object); err == nil {
-				*rv = m.GetResourceVersion()
-			}
-			if ev.Type == watch.Bookmark {
-				continue
-			}
-			if p, ok := ev.Object.(*corev1.Pod); ok && see(p) {
-				return true, rewatch, nil
-			}
-		}
+	err := src.Follow(wctx, pod, see)
+	switch {
+	case err == nil:
+		return r, nil
+	case errors.Is(err, ErrPodDeleted):
+		return r, fmt.Errorf("waiting for resize of pod %s/%s: %w", ns, name, err)
+	case wctx.Err() != nil:
+		return a.ended(ctx, r)
 	}
+	return r, err
 }
 
 // ended returns r as a Timeout, or the caller's own cancellation.
@@ -250,16 +173,6 @@ func (a *Actuator) ended(ctx context.Context, r Result) (Result, error) {
 	}
 	r.Outcome, r.Decided = resize.Timeout, a.now()
 	return r, nil
-}
-
-func (a *Actuator) readFailed(ctx context.Context, r Result, ns, name string, err error) (Result, error) {
-	switch {
-	case apierrors.IsNotFound(err):
-		return r, fmt.Errorf("waiting for resize of pod %s/%s: %w", ns, name, ErrPodDeleted)
-	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
-		return a.ended(ctx, r)
-	}
-	return r, fmt.Errorf("reading pod %s/%s: %w", ns, name, err)
 }
 
 // ApplyOptions tune Apply.

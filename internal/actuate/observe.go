@@ -2,6 +2,8 @@ package actuate
 
 import (
 	"fmt"
+	"regexp"
+	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -41,6 +43,11 @@ func (o observation) decisive(throughDeferred bool) bool {
 // status.observedGeneration caught up (where the kubelet reports it). A spec
 // that no longer equals want means someone else changed the pod since:
 // Conflict.
+//
+// A PodResizePending condition whose message names a requested cpu or
+// memory other than what the spec now asks for is stale (see
+// stalePending) and is passed over: the 1.35 kubelet stamps a new
+// generation on the old Deferred condition before it admits the resize.
 func observe(pod *corev1.Pod, gen int64, want []resize.ContainerPlan) observation {
 	o := observation{outcome: resize.InProgress}
 	specs := map[string]*corev1.Container{}
@@ -89,6 +96,10 @@ func observe(pod *corev1.Pod, gen int64, want []resize.ContainerPlan) observatio
 			continue
 		}
 		if c.Type == corev1.PodResizePending {
+			if stalePending(c.Message, pod) {
+				o.message = "passing over a stale " + c.Reason + " condition: " + c.Message
+				continue
+			}
 			pending = c
 		} else {
 			progress = c
@@ -108,6 +119,56 @@ func observe(pod *corev1.Pod, gen int64, want []resize.ContainerPlan) observatio
 		o.outcome = resize.Applied
 	}
 	return o
+}
+
+// requestedInMessage finds the resources and figures the kubelet names in
+// a PodResizePending message: "Node didn't have enough resource: cpu,
+// requested: 700, used: 1400, capacity: 2000" (Deferred) or "Node didn't
+// have enough capacity: memory, requested: 4294967296, capacity: ..."
+// (Infeasible).
+var requestedInMessage = regexp.MustCompile(`enough (?:resource|capacity): ([A-Za-z0-9./_-]+), requested: ([0-9]+)`)
+
+// stalePending reports whether a PodResizePending message is about other
+// values than the pod's spec asks for now: the kubelet's "requested" is
+// the pod's total request (resize.SpecRequests) in millicores for cpu and
+// bytes for memory. A message that names neither cpu nor memory, or has
+// another shape, is not stale: it is believed.
+//
+// On 1.35.4 the kubelet, given a new resize while an older one is Deferred,
+// first stamps the new generation on the old condition (its message still
+// names the old total) and only then admits or defers the new one; without
+// this check a fit that then applies would be recorded as Deferred.
+func stalePending(msg string, pod *corev1.Pod) bool {
+	ms := requestedInMessage.FindAllStringSubmatch(msg, -1)
+	if len(ms) == 0 {
+		return false
+	}
+	var reqs corev1.ResourceList
+	for _, m := range ms {
+		name := corev1.ResourceName(m[1])
+		if name != corev1.ResourceCPU && name != corev1.ResourceMemory {
+			continue
+		}
+		n, err := strconv.ParseInt(m[2], 10, 64)
+		if err != nil {
+			continue
+		}
+		if reqs == nil {
+			reqs = resize.SpecRequests(pod)
+		}
+		q, ok := reqs[name]
+		if !ok {
+			continue
+		}
+		have := q.Value()
+		if name == corev1.ResourceCPU {
+			have = q.MilliValue()
+		}
+		if have != n {
+			return true
+		}
+	}
+	return false
 }
 
 // sameCPUMemory compares the cpu and memory entries of two lists

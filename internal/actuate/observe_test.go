@@ -73,7 +73,9 @@ func TestObserve(t *testing.T) {
 	tests := []struct {
 		name string
 		f    fixture
-		want observation
+		// wantCPU is the resize's cpu request and limit; "" means 700m.
+		wantCPU string
+		want    observation
 	}{
 		{
 			name: "kubelet has not seen the new generation; an old Deferred does not count",
@@ -133,6 +135,58 @@ func TestObserve(t *testing.T) {
 			want: observation{outcome: resize.Applied, allocated: true, actual: true},
 		},
 		{
+			// 1.35.4: a fit from 700m down to 450m; the kubelet has stamped
+			// generation 2 on the old Deferred condition, which still names
+			// the old total. It is no answer about this resize.
+			name: "stale Deferred (names the old cpu total)",
+			f: fixture{observed: 2, specCPU: "450m", allocCPU: "250m", actualCPU: "250m",
+				conditions: []corev1.PodCondition{condition(corev1.PodResizePending, corev1.PodReasonDeferred, deferredMsg, 2)}},
+			wantCPU: "450m",
+			want:    observation{outcome: resize.InProgress, message: "passing over a stale Deferred condition: " + deferredMsg},
+		},
+		{
+			name: "stale Deferred, then the fit applies",
+			f: fixture{observed: 2, specCPU: "450m", allocCPU: "450m", actualCPU: "450m",
+				conditions: []corev1.PodCondition{condition(corev1.PodResizePending, corev1.PodReasonDeferred, deferredMsg, 2)}},
+			wantCPU: "450m",
+			want:    observation{outcome: resize.Applied, allocated: true, actual: true, message: "passing over a stale Deferred condition: " + deferredMsg},
+		},
+		{
+			name: "current Deferred for the fit (names its total)",
+			f: fixture{observed: 2, specCPU: "450m", allocCPU: "250m", actualCPU: "250m",
+				conditions: []corev1.PodCondition{condition(corev1.PodResizePending, corev1.PodReasonDeferred,
+					"Node didn't have enough resource: cpu, requested: 450, used: 1800, capacity: 2000", 2)}},
+			wantCPU: "450m",
+			want:    observation{outcome: resize.Deferred, message: "Node didn't have enough resource: cpu, requested: 450, used: 1800, capacity: 2000"},
+		},
+		{
+			name: "stale Deferred on memory (bytes)",
+			f: fixture{observed: 2, allocCPU: "250m", actualCPU: "250m",
+				conditions: []corev1.PodCondition{condition(corev1.PodResizePending, corev1.PodReasonDeferred,
+					"Node didn't have enough resource: memory, requested: 268435456, used: 3221225472, capacity: 4294967296", 2)}},
+			want: observation{outcome: resize.InProgress,
+				message: "passing over a stale Deferred condition: Node didn't have enough resource: memory, requested: 268435456, used: 3221225472, capacity: 4294967296"},
+		},
+		{
+			name: "current Deferred on memory (bytes)",
+			f: fixture{observed: 2, allocCPU: "250m", actualCPU: "250m",
+				conditions: []corev1.PodCondition{condition(corev1.PodResizePending, corev1.PodReasonDeferred,
+					"Node didn't have enough resource: memory, requested: 134217728, used: 4160749568, capacity: 4294967296", 2)}},
+			want: observation{outcome: resize.Deferred, message: "Node didn't have enough resource: memory, requested: 134217728, used: 4160749568, capacity: 4294967296"},
+		},
+		{
+			name: "stale Infeasible (names the old total)",
+			f: fixture{observed: 2, allocCPU: "250m", actualCPU: "250m",
+				conditions: []corev1.PodCondition{condition(corev1.PodResizePending, corev1.PodReasonInfeasible, "Node didn't have enough capacity: cpu, requested: 2500, capacity: 2000", 2)}},
+			want: observation{outcome: resize.InProgress, message: "passing over a stale Infeasible condition: Node didn't have enough capacity: cpu, requested: 2500, capacity: 2000"},
+		},
+		{
+			name: "Deferred naming another resource is believed",
+			f: fixture{observed: 2, allocCPU: "250m", actualCPU: "250m",
+				conditions: []corev1.PodCondition{condition(corev1.PodResizePending, corev1.PodReasonDeferred, "Node didn't have enough resource: pods, requested: 1, used: 110, capacity: 110", 2)}},
+			want: observation{outcome: resize.Deferred, message: "Node didn't have enough resource: pods, requested: 1, used: 110, capacity: 110"},
+		},
+		{
 			name: "someone else changed the spec",
 			f:    fixture{observed: 2, allocCPU: "700m", actualCPU: "700m", specCPU: "800m"},
 			want: observation{outcome: resize.Conflict, message: `container "app"'s resources were changed by someone else while waiting (generation 2)`},
@@ -140,7 +194,11 @@ func TestObserve(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := observe(tt.f.pod(), 2, want)
+			w := want
+			if tt.wantCPU != "" {
+				w = []resize.ContainerPlan{{Name: "app", Requests: rl(tt.wantCPU, "128Mi"), Limits: rl(tt.wantCPU, "128Mi")}}
+			}
+			got := observe(tt.f.pod(), 2, w)
 			if diff := cmp.Diff(tt.want, got, cmp.AllowUnexported(observation{})); diff != "" {
 				t.Errorf("observe (-want +got):\n%s", diff)
 			}

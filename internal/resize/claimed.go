@@ -40,6 +40,14 @@ func Claimed(pods []corev1.Pod, exclude types.UID) corev1.ResourceList {
 	return total
 }
 
+// SpecRequests returns the pod's requests as the kubelet adds them up to
+// judge a resize it is asked for: from the spec only (containers, init
+// containers and sidecars as Claimed combines them, pod-level requests,
+// overhead). It is the "requested" figure of the kubelet's Deferred and
+// Infeasible messages ("Node didn't have enough resource: cpu, requested:
+// 700, ..."), in millicores and bytes.
+func SpecRequests(pod *corev1.Pod) corev1.ResourceList { return podRequests(pod, false) }
+
 // podRequests returns the pod's requests as the scheduler and the kubelet
 // add them up (see Claimed). With useStatus false only the spec counts, which
 // is how the kubelet judges a resize it is asked to make.
