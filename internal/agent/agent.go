@@ -117,6 +117,16 @@ type PassObserver interface {
 	PassDone(ctx context.Context)
 }
 
+// Settler is an Observer whose off-loop work (resizes) reports back: Run
+// calls Settle on the loop goroutine, between passes, whenever Settled
+// fires, so that results are taken in without waiting for the next pass.
+// A nil channel never fires.
+type Settler interface {
+	Observer
+	Settled() <-chan struct{}
+	Settle(ctx context.Context)
+}
+
 // ContainerView is what the agent knows of one container: who it is, where
 // its cgroup is and its recent points, oldest first.
 type ContainerView struct {
@@ -178,6 +188,9 @@ type Agent struct {
 
 	// decider is the decision step, if Decide installed one.
 	decider *Decider
+	// feed tells resizes waiting on a pod (actuation.go) that the pod
+	// source delivered a new version of it.
+	feed podFeed
 }
 
 // New returns an Agent for cfg, which must be valid. clk stamps samples and
@@ -208,6 +221,7 @@ func (a *Agent) Metrics() *Metrics { return a.metrics }
 // UpsertPod sets the containers of pod to sample: those running with a
 // container ID. It only records them; the next pass acts.
 func (a *Agent) UpsertPod(pod *corev1.Pod) {
+	a.feed.changed(pod.UID)
 	refs := runningContainers(pod)
 	a.podsMu.Lock()
 	defer a.podsMu.Unlock()
@@ -227,6 +241,7 @@ func (a *Agent) UpsertPod(pod *corev1.Pod) {
 
 // DeletePod forgets the pod with uid; the next pass drops its containers.
 func (a *Agent) DeletePod(uid types.UID) {
+	a.feed.changed(uid)
 	a.podsMu.Lock()
 	defer a.podsMu.Unlock()
 	if _, ok := a.pods[uid]; ok {
@@ -275,6 +290,11 @@ func (a *Agent) Run(ctx context.Context) error {
 	t := a.clock.NewTicker(a.cfg.Interval)
 	defer t.Stop()
 	defer a.closeAll()
+	var settled <-chan struct{}
+	s, _ := a.cfg.Observer.(Settler)
+	if s != nil {
+		settled = s.Settled()
+	}
 	a.Pass(ctx)
 	for {
 		select {
@@ -282,6 +302,8 @@ func (a *Agent) Run(ctx context.Context) error {
 			return nil
 		case <-t.C():
 			a.Pass(ctx)
+		case <-settled:
+			s.Settle(ctx)
 		}
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/snug-dev/snug/api/v1alpha1"
+	"github.com/snug-dev/snug/internal/actuate"
 	"github.com/snug-dev/snug/internal/recommend"
 	"github.com/snug-dev/snug/internal/resize"
 )
@@ -41,8 +42,9 @@ type DeciderConfig struct {
 	// Job -> CronJob) for policies with a targetRef. Nil leaves pods
 	// owned by a ReplicaSet or Job matched to those only.
 	Client kubernetes.Interface
-	// Send sends a plan's patch. Nil, or DryRun, never patches.
-	Send SendFunc
+	// ResizeClient is what resizes are sent with (through internal/actuate;
+	// a clientset's CoreV1()). Nil, or DryRun, never patches.
+	ResizeClient actuate.Client
 	// DryRun decides and logs, but never patches.
 	DryRun bool
 	// Recorder records events on pods; nil records none.
@@ -53,31 +55,33 @@ type DeciderConfig struct {
 	// ResizeTimeout bounds the wait for a sent resize's outcome.
 	// 0 means DefaultResizeTimeout.
 	ResizeTimeout time.Duration
-	// PollInterval is how often a sent resize looks at the pod cache for its
-	// outcome. 0 means 50ms.
-	PollInterval time.Duration
 }
 
 // Decider is the agent's decision step: an Observer that feeds every sample
 // of a container under a SnugPolicy to internal/recommend, plans each
-// resizing decision with internal/resize against the node's room, sends it
-// off the loop goroutine (one resize in flight per pod) and feeds the
-// outcome back. Create it with Agent.Decide before Run.
+// resizing decision with internal/resize against the node's room, hands it
+// to the actuation queue (actuation.go: internal/actuate, one resize in
+// flight per pod) and feeds the outcome back. Create it with Agent.Decide
+// before Run.
 //
-// Observe and PassDone run on the agent's loop goroutine and own the
-// recommender state; sends run on their own goroutines and report back
-// through a channel drained on the loop goroutine. Views (for the JSON API)
-// are safe for concurrent use.
+// Observe, PassDone and Settle run on the agent's loop goroutine and own
+// the recommender state; the queue's jobs run on their own goroutines and
+// leave their results in the queue's inbox, which only the loop goroutine
+// takes in. Views (for the JSON API) are safe for concurrent use.
 type Decider struct {
 	cfg     DeciderConfig
 	clock   clock.WithTicker
 	metrics *Metrics
 	owners  *ownerResolver
 
+	// queue sends resizes; nil when the decider never patches.
+	queue *actuationQueue
+
+	// wg counts the checkpoint publications running.
+	wg sync.WaitGroup
+
 	// Loop-only.
-	pods    map[types.UID]*podState
-	results chan sendResult
-	wg      sync.WaitGroup
+	pods map[types.UID]*podState
 
 	viewMu sync.RWMutex
 	views  map[key]*AutoscaleJSON
@@ -127,41 +131,6 @@ type containerState struct {
 	cpuMillis   int64
 }
 
-// sendJob is one resize handed to a send goroutine.
-type sendJob struct {
-	uid       types.UID
-	pod       *corev1.Pod
-	patch     []byte
-	decidedAt time.Time
-	plan      *resize.Plan
-	caps      []recommend.Cap
-	summary   string
-	// deferred is set for a behavior.deferred action (FitToNode or
-	// Revert), which sets the spec to spec and is no decision of the
-	// recommender's.
-	deferred string
-	spec     map[string]corev1.ResourceRequirements
-}
-
-// targets are the job's new values, for the JSON API.
-func (j sendJob) targets() map[string]ResourcesJSON {
-	if j.plan != nil {
-		return planTargets(j.plan)
-	}
-	return specTargets(j.spec)
-}
-
-type sendResult struct {
-	job        sendJob
-	outcome    resize.Outcome
-	err        error
-	message    string
-	sentAt     time.Time
-	patchedAt  time.Time
-	finishedAt time.Time
-	reverted   bool
-}
-
 // Decide makes the agent's Decider and installs it as the Observer. Call it
 // before Run.
 func (a *Agent) Decide(cfg DeciderConfig) (*Decider, error) {
@@ -174,22 +143,44 @@ func (a *Agent) Decide(cfg DeciderConfig) (*Decider, error) {
 	if cfg.ResizeTimeout <= 0 {
 		cfg.ResizeTimeout = DefaultResizeTimeout
 	}
-	if cfg.PollInterval <= 0 {
-		cfg.PollInterval = 50 * time.Millisecond
-	}
 	d := &Decider{
 		cfg: cfg, clock: a.clock, metrics: a.metrics, owners: newOwnerResolver(cfg.Client),
-		pods: map[types.UID]*podState{}, results: make(chan sendResult, 256),
+		pods:  map[types.UID]*podState{},
 		views: map[key]*AutoscaleJSON{},
+	}
+	if cfg.ResizeClient != nil && !cfg.DryRun {
+		act := &actuate.Actuator{Client: cfg.ResizeClient, Source: cacheSource{feed: &a.feed, pods: cfg.Pods}, Clock: a.clock}
+		d.queue = newActuationQueue(act, cfg.ResizeTimeout, a.clock)
 	}
 	a.cfg.Observer = d
 	a.decider = d
 	return d, nil
 }
 
-// Wait waits for the resizes in flight to finish (they end with their
-// context).
-func (d *Decider) Wait() { d.wg.Wait() }
+// Wait waits for the resizes and checkpoint publications in flight to
+// finish (they end with their context).
+func (d *Decider) Wait() {
+	if d.queue != nil {
+		d.queue.wait()
+	}
+	d.wg.Wait()
+}
+
+// Settled implements Settler: it fires when finished resizes wait to be
+// taken in (never when the decider does not patch).
+func (d *Decider) Settled() <-chan struct{} {
+	if d.queue == nil {
+		return nil
+	}
+	return d.queue.ready
+}
+
+// Settle implements Settler: it takes in the outcomes of finished resizes
+// (recommender feedback, metrics, events, the JSON view) on the loop
+// goroutine, between passes, so they need not wait for the next pass.
+func (d *Decider) Settle(ctx context.Context) {
+	d.drain(ctx, logr.FromContextOrDiscard(ctx))
+}
 
 // Observe implements Observer.
 func (d *Decider) Observe(ctx context.Context, ref ContainerRef, p Point) {
@@ -360,7 +351,7 @@ func (d *Decider) PassDone(ctx context.Context) {
 			continue
 		}
 		st.wanted = false
-		if st.inFlight || !actuates(st.mode) || d.cfg.DryRun || d.cfg.Send == nil {
+		if st.inFlight || !actuates(st.mode) || d.queue == nil {
 			continue
 		}
 		d.plan(ctx, log, st, pod, now)
@@ -443,100 +434,30 @@ func (d *Decider) plan(ctx context.Context, log logr.Logger, st *podState, pod *
 		return
 	}
 	job := sendJob{
-		uid: pod.UID, pod: pod, patch: plan.Patch, decidedAt: st.decidedAt, plan: plan,
+		uid: pod.UID, pod: pod, patch: plan.Patch, want: plan.Containers, decidedAt: st.decidedAt, plan: plan,
 		summary: planSummary(pod, plan) + " (" + strings.Join(why, "; ") + ")",
 	}
 	if slices.ContainsFunc(plan.Notes, func(n resize.Note) bool { return n.Adjustment == resize.CappedToNodeRoom }) {
 		job.caps = planCaps(plan)
 	}
+	if !d.queue.submit(ctx, job) {
+		// Cannot happen while st.inFlight mirrors the queue; decide again.
+		log.V(1).Info("a resize of the pod is still being actuated; not sending", "plan", job.summary)
+		return
+	}
 	st.rec.Sent(now)
 	st.inFlight = true
 	d.metrics.resizesLastHour.Observe(float64(st.rec.ResizesInLastHour(now)))
 	log.Info("resizing", "plan", job.summary, "notes", notes(plan), "predicted", plan.Predicted.String())
-	d.wg.Add(1)
-	go d.send(ctx, job)
 }
 
-// send runs on its own goroutine: it sends the patch, waits for the pod's
-// status to show the outcome, reverts an Infeasible resize, and reports.
-func (d *Decider) send(ctx context.Context, job sendJob) {
-	defer d.wg.Done()
-	r := sendResult{job: job, sentAt: d.clock.Now()}
-	defer func() {
-		r.finishedAt = d.clock.Now()
-		select {
-		case d.results <- r:
-		case <-ctx.Done():
-		}
-	}()
-	got, o, err := d.cfg.Send(ctx, job.pod, job.patch)
-	r.patchedAt = d.clock.Now()
-	if err != nil {
-		r.outcome, r.err = o, err
+// drain takes in the results of finished resizes, on the loop goroutine.
+func (d *Decider) drain(_ context.Context, log logr.Logger) {
+	if d.queue == nil {
 		return
 	}
-	gen := got.Generation
-	deadline := r.sentAt.Add(d.cfg.ResizeTimeout)
-	t := d.clock.NewTicker(d.cfg.PollInterval)
-	defer t.Stop()
-	for {
-		now := d.clock.Now()
-		pod, err := d.cfg.Pods.Pods(job.pod.Namespace).Get(job.pod.Name)
-		if err != nil || pod.UID != job.uid {
-			r.outcome, r.err = resize.Unknown, errors.New("the pod is gone")
-			return
-		}
-		if pod.Generation >= gen {
-			s := resize.State(pod, now)
-			switch s.Outcome {
-			case resize.Applied:
-				r.outcome = resize.Applied
-				return
-			case resize.Deferred, resize.Infeasible, resize.Error:
-				r.outcome, r.message = s.Outcome, s.String()
-				if c := s.Pending; c != nil {
-					r.message = c.Message
-				} else if c := s.InProgress; c != nil {
-					r.message = c.Message
-				}
-				if s.Outcome == resize.Infeasible {
-					r.reverted = d.revert(ctx, pod)
-				}
-				return
-			}
-		}
-		if !now.Before(deadline) {
-			r.outcome = resize.Timeout
-			return
-		}
-		select {
-		case <-ctx.Done():
-			r.outcome, r.err = resize.Timeout, ctx.Err()
-			return
-		case <-t.C():
-		}
-	}
-}
-
-// revert sets an Infeasible resize's spec back to the actual resources.
-func (d *Decider) revert(ctx context.Context, pod *corev1.Pod) bool {
-	patch, err := resize.Revert(pod)
-	if err != nil || patch == nil {
-		return false
-	}
-	_, _, err = d.cfg.Send(ctx, pod, patch)
-	return err == nil
-}
-
-// drain takes in the results of finished sends.
-func (d *Decider) drain(ctx context.Context, log logr.Logger) {
-	for {
-		select {
-		case r := <-d.results:
-			d.finish(log, r)
-		default:
-			return
-		}
+	for _, r := range d.queue.take() {
+		d.finish(log, r)
 	}
 }
 

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -10,14 +11,18 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 
 	"github.com/snug-dev/snug/api/v1alpha1"
+	"github.com/snug-dev/snug/internal/actuate"
 	"github.com/snug-dev/snug/internal/cgroup"
 	"github.com/snug-dev/snug/internal/recommend"
 	"github.com/snug-dev/snug/internal/resize"
@@ -73,52 +78,121 @@ func selectorPolicy(name string, mode v1alpha1.UpdateMode) *v1alpha1.SnugPolicy 
 }
 
 // fakeKubelet stands in for the API server and kubelet in the Decider's
-// pure logic: Send records the patch and stores the pod with the plan's
-// values as spec and actual resources.
+// pure logic: its Patch (the only call internal/actuate makes here) checks
+// the JSON patch's test operations against the stored pod (a failed test
+// is the API server's generic 422) and, unless told to leave the resize
+// undecided, stores the pod with the patch's values as spec and actual
+// resources, as a kubelet that grants at once would.
 type fakeKubelet struct {
 	mu      sync.Mutex
 	store   cache.Indexer
 	patches [][]byte
 	sent    chan struct{}
+	// onUpdate is told of each version stored, as the pod informer tells
+	// the agent (Agent.UpsertPod).
+	onUpdate func(*corev1.Pod)
+	// beforePatch, if set, runs before patch number n (from 0) is applied.
+	beforePatch func(n int)
+	// undecided leaves accepted resizes undecided: spec changes, status
+	// does not (a kubelet that has not looked yet).
+	undecided bool
+	rv        int
 }
 
-func (f *fakeKubelet) send(_ context.Context, pod *corev1.Pod, patch []byte) (*corev1.Pod, resize.Outcome, error) {
+// fakeCore is the actuate.Client over a fakeKubelet; only Pods(ns).Patch
+// is implemented.
+type fakeCore struct {
+	actuate.Client
+	fk *fakeKubelet
+}
+
+func (c fakeCore) Pods(string) typedcorev1.PodInterface { return fakePods{fk: c.fk} }
+
+type fakePods struct {
+	typedcorev1.PodInterface
+	fk *fakeKubelet
+}
+
+func (p fakePods) Patch(ctx context.Context, name string, _ types.PatchType, patch []byte, _ metav1.PatchOptions, _ ...string) (*corev1.Pod, error) {
+	return p.fk.patch(ctx, name, patch)
+}
+
+// update stores a new version of pod (with a new resourceVersion) and
+// tells onUpdate.
+func (f *fakeKubelet) update(pod *corev1.Pod) {
 	f.mu.Lock()
+	f.rv++
+	pod.ResourceVersion = fmt.Sprint(f.rv)
+	f.mu.Unlock()
+	_ = f.store.Update(pod)
+	if f.onUpdate != nil {
+		f.onUpdate(pod)
+	}
+}
+
+func (f *fakeKubelet) get(name string) *corev1.Pod {
+	obj, ok, _ := f.store.GetByKey("ns/" + name)
+	if !ok {
+		return nil
+	}
+	return obj.(*corev1.Pod).DeepCopy()
+}
+
+func (f *fakeKubelet) patch(_ context.Context, name string, patch []byte) (*corev1.Pod, error) {
+	f.mu.Lock()
+	n := len(f.patches)
 	f.patches = append(f.patches, patch)
 	f.mu.Unlock()
+	defer func() { f.sent <- struct{}{} }()
+	if f.beforePatch != nil {
+		f.beforePatch(n)
+	}
 	var ops []struct {
 		Op, Path string
 		Value    any
 	}
 	if err := json.Unmarshal(patch, &ops); err != nil {
-		return nil, resize.Rejected, err
+		return nil, apierrors.NewBadRequest(err.Error())
 	}
-	p := pod.DeepCopy()
+	p := f.get(name)
+	if p == nil {
+		return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, name)
+	}
 	for _, op := range ops {
-		if op.Op != "replace" && op.Op != "add" {
-			continue
-		}
 		var kind, res string
 		// /spec/containers/0/resources/{requests,limits}/{cpu,memory}
 		if _, err := fmtSscan(op.Path, &kind, &res); err != nil {
 			continue
 		}
-		q := resource.MustParse(op.Value.(string))
 		l := p.Spec.Containers[0].Resources.Requests
 		sl := p.Status.ContainerStatuses[0].Resources.Requests
 		if kind == "limits" {
 			l, sl = p.Spec.Containers[0].Resources.Limits, p.Status.ContainerStatuses[0].Resources.Limits
 		}
-		l[corev1.ResourceName(res)], sl[corev1.ResourceName(res)] = q, q
+		v, _ := op.Value.(string)
+		q := resource.MustParse(v)
+		switch op.Op {
+		case "test":
+			if cur := l[corev1.ResourceName(res)]; cur.Cmp(q) != 0 {
+				// What the API server answers for a failed test.
+				return nil, apierrors.NewGenericServerResponse(422, "", schema.GroupResource{}, "", "test failed", 0, false)
+			}
+		case "replace", "add":
+			l[corev1.ResourceName(res)] = q
+			if !f.undecided {
+				sl[corev1.ResourceName(res)] = q
+			}
+		}
 	}
 	p.Generation++
-	p.Status.ObservedGeneration = p.Generation
-	// Granted: no resize is pending any more.
-	p.Status.Conditions = slices.DeleteFunc(p.Status.Conditions, func(c corev1.PodCondition) bool { return c.Type == corev1.PodResizePending })
-	p.Status.ContainerStatuses[0].AllocatedResources = p.Spec.Containers[0].Resources.Requests.DeepCopy()
-	_ = f.store.Update(p)
-	f.sent <- struct{}{}
-	return p, resize.Applied, nil
+	if !f.undecided {
+		p.Status.ObservedGeneration = p.Generation
+		// Granted: no resize is pending any more.
+		p.Status.Conditions = slices.DeleteFunc(p.Status.Conditions, func(c corev1.PodCondition) bool { return c.Type == corev1.PodResizePending })
+		p.Status.ContainerStatuses[0].AllocatedResources = p.Spec.Containers[0].Resources.Requests.DeepCopy()
+	}
+	f.update(p)
+	return p.DeepCopy(), nil
 }
 
 func fmtSscan(path string, kind, res *string) (int, error) {
@@ -152,12 +226,12 @@ func newTestDecider(t *testing.T, dryRun bool, pods []*corev1.Pod, policies ...*
 	if err != nil {
 		t.Fatal(err)
 	}
-	fk := &fakeKubelet{store: store, sent: make(chan struct{}, 16)}
+	fk := &fakeKubelet{store: store, sent: make(chan struct{}, 64), onUpdate: a.UpsertPod}
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}, Status: corev1.NodeStatus{Allocatable: rl("2", "4Gi")}}
 	d, err := a.Decide(DeciderConfig{
 		Pods: corelisters.NewPodLister(store), Node: func() (*corev1.Node, error) { return node, nil },
-		Policies: policyList(policies), Send: fk.send, DryRun: dryRun,
-		Recommend: recommend.DefaultConfig(), PollInterval: time.Millisecond,
+		Policies: policyList(policies), ResizeClient: fakeCore{fk: fk}, DryRun: dryRun,
+		Recommend: recommend.DefaultConfig(),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -362,7 +362,7 @@ func (d *Decider) handleDeferred(ctx context.Context, log logr.Logger, st *podSt
 	}
 	df := st.deferral
 	df.rules = st.deferredRules
-	if !actuates(st.mode) || d.cfg.DryRun || d.cfg.Send == nil || st.inFlight {
+	if !actuates(st.mode) || d.queue == nil || st.inFlight {
 		return false
 	}
 	log = log.WithValues("pod", st.ns+"/"+st.name)
@@ -417,11 +417,12 @@ func (d *Decider) handleDeferred(ctx context.Context, log logr.Logger, st *podSt
 		}
 	}
 	summary += ")"
-	job := sendJob{uid: pod.UID, pod: pod, patch: fit.patch, decidedAt: now, deferred: action, spec: fit.spec, summary: summary}
+	job := sendJob{uid: pod.UID, pod: pod, patch: fit.patch, want: specPlans(fit.spec), decidedAt: now, deferred: action, spec: fit.spec, summary: summary}
+	if !d.queue.submit(ctx, job) {
+		return false
+	}
 	st.inFlight = true
 	log.Info("fitting a deferred resize to the node", "plan", summary)
-	d.wg.Add(1)
-	go d.send(ctx, job)
 	return true
 }
 

@@ -257,7 +257,7 @@ func startDecider(ctx context.Context, log logr.Logger, o *agentOptions, a *agen
 	cfg.CPUHalfLife = o.CPUHalfLife
 	d, err := a.Decide(agent.DeciderConfig{
 		Pods: pods, Node: node, Policies: policies, Client: client,
-		Send: agent.PatchResize(client), DryRun: o.DryRun,
+		ResizeClient: client.CoreV1(), DryRun: o.DryRun,
 		Recorder:  b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "snug-agent", Host: o.Node}),
 		Recommend: cfg,
 	})
