@@ -250,3 +250,35 @@ func TestOOMKilledRestart(t *testing.T) {
 		t.Fatalf("after OOMKilled: %v, want a grow to 384Mi", d)
 	}
 }
+
+// TestConflictIsNoFailure: a Conflict (someone else changed the pod) ends
+// the wait and the next decision asks again at once; conflicts never count
+// towards the backoff, so a failure after several of them backs off for
+// BackoffInitial, not longer.
+func TestConflictIsNoFailure(t *testing.T) {
+	cfg := DefaultConfig()
+	p, c := newContainer(t, cfg, Bounds{})
+	at := t0
+	for i := 1; i <= 3; i++ {
+		at = t0.Add(time.Duration(i) * time.Second)
+		d := c.Observe(at, throttledAt100.at(i), small)
+		if d.CPU.Action != Grow {
+			t.Fatalf("decision %d after %d conflicts: %v, want a grow at once", i, i-1, d)
+		}
+		p.Sent(at)
+		p.Feedback(at.Add(100*time.Millisecond), Feedback{Outcome: resize.Conflict})
+	}
+	at = at.Add(time.Second)
+	if d := c.Observe(at, throttledAt100.at(4), small); d.CPU.Action != Grow {
+		t.Fatalf("after three conflicts: %v, want a grow", d)
+	}
+	p.Sent(at)
+	p.Feedback(at, Feedback{Outcome: resize.Rejected})
+	d := c.Observe(at.Add(time.Second), throttledAt100.at(5), small)
+	if d.CPU.Action != Hold || d.CPU.Reason.Why != WhyBackoff {
+		t.Fatalf("after a rejection: %v, want Backoff", d)
+	}
+	if got, want := d.CPU.Reason.Duration, cfg.BackoffInitial-time.Second; got != want {
+		t.Errorf("backoff left %v, want %v (BackoffInitial: the conflicts did not count)", got, want)
+	}
+}
