@@ -3,15 +3,15 @@ package experiment
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/snug-dev/snug/internal/actuate"
+	"github.com/snug-dev/snug/internal/resize"
 )
 
 // jsonOp is one RFC 6902 operation.
@@ -69,29 +69,33 @@ type PatchOutcome struct {
 // Latency is how long the API server took to answer.
 func (o PatchOutcome) Latency() time.Duration { return o.Returned.Sub(o.Sent) }
 
-// patchResize sends a patch to the pod's resize subresource and records it
-// on the timeline. A refusal by the API server is an outcome, not an
-// error; the error is for anything else (the server could not be reached).
+// patchResize sends a patch to the pod's resize subresource through
+// internal/actuate (Send and its classifier) and records it on the
+// timeline. A refusal by the API server is an outcome, not an error; the
+// error is for anything else (the server could not be reached).
 func (s *session) patchResize(ctx context.Context, w *podWatch, pt types.PatchType, body []byte) (PatchOutcome, error) {
-	o := PatchOutcome{Type: pt, Body: string(body), Sent: s.env.now()}
-	p, err := s.env.Client.CoreV1().Pods(s.run.Namespace).Patch(ctx, w.name, pt, body, metav1.PatchOptions{}, "resize")
-	o.Returned = s.env.now()
-	var status apierrors.APIStatus
+	act := &actuate.Actuator{Client: s.env.Client.CoreV1(), Clock: s.env.Clock}
+	target := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: s.run.Namespace, Name: w.name}}
+	o := PatchOutcome{Type: pt, Body: string(body)}
+	r, err := act.Send(ctx, target, body, actuate.SendOptions{PatchType: pt})
+	o.Sent, o.Returned = r.Sent, r.Answered
 	switch {
-	case err == nil:
-		o.Pod = stateOf(p, o.Returned)
+	case err == nil && r.Outcome == resize.InProgress:
+		o.Pod = stateOf(r.Pod, o.Returned)
 		s.step(fmt.Sprintf("%s patch accepted in %s", patchName(pt), o.Latency().Round(time.Millisecond)), o.Pod, o.Body)
 		return o, nil
-	case errors.As(err, &status):
-		st := status.Status()
-		o.Rejected = actuate.NewAPIError(st)
+	case r.APIError != nil:
+		// Rejected or Conflict, or a Status the classifier calls no answer
+		// about the patch (404, 5xx): the experiments record them all.
+		o.Rejected = r.APIError
 		last := w.latest()
 		last.At = o.Returned
-		s.step(fmt.Sprintf("%s patch rejected: %d %s", patchName(pt), st.Code, st.Reason), last, st.Message)
+		s.step(fmt.Sprintf("%s patch rejected: %d %s", patchName(pt), r.APIError.Code, r.APIError.Reason), last, r.APIError.Message)
 		return o, nil
-	default:
+	case err != nil:
 		return o, fmt.Errorf("patching resize of pod %s: %w", w.name, err)
 	}
+	return o, fmt.Errorf("patching resize of pod %s: outcome %s without an API error", w.name, r.Outcome)
 }
 
 // mustAccept turns a refused patch into an error, for experiments that
