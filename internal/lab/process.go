@@ -225,3 +225,14 @@ func addOns(o *Options) []string {
 	}
 	return names
 }
+
+// PID returns the PID of the lab component name ("kubelet",
+// "kube-apiserver", ...) if the lab started it and it still runs. Tests use
+// it to pause the kubelet (SIGSTOP) for a moment.
+func (o *Options) PID(name string) (int, bool) {
+	p, ok := readProc(o, name)
+	if !ok || !p.alive() {
+		return 0, false
+	}
+	return p.PID, true
+}

@@ -1,0 +1,164 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/snug-dev/snug/api/v1alpha1"
+	"github.com/snug-dev/snug/internal/agent"
+)
+
+// TestAgentConflict: a person resizes a container by hand while the
+// agent's own resize of it is accepted but not yet acted on by the kubelet.
+// The agent's wait (fed by its pod informer) must call that a Conflict, not
+// a rejection, and plan again at once from the person's values: the next
+// resize is sent within the recommender's initial backoff (5 s), is
+// Applied, and keeps the person's 1:3 cpu request:limit ratio; the
+// container never restarts.
+//
+// To keep the agent's resize undecided the test stops the lab's kubelet
+// (SIGSTOP) just before it steps the load, and continues it (SIGCONT) as
+// soon as the agent has recorded the Conflict, and in a cleanup whatever
+// happens: a few seconds, well inside the node's 40 s lease.
+func TestAgentConflict(t *testing.T) {
+	pc := installPolicyCRD(t)
+	ag := startAgent(t)
+	ns := testNamespace(t, "snug-conflict-")
+	createPolicy(t, pc, ns, "load", v1alpha1.SnugPolicySpec{
+		TargetRef:    &v1alpha1.CrossVersionObjectReference{Kind: "Deployment", Name: "load"},
+		UpdatePolicy: &v1alpha1.PodUpdatePolicy{UpdateMode: v1alpha1.UpdateModeInPlace},
+	})
+	pod := createAutoscaleDeployment(t, ns, "load") // cpu 50m/100m
+	containerID := getPod(t, ns, pod).Status.ContainerStatuses[0].ContainerID
+	ag.waitAutoscale(t, ns, pod, time.Minute, func(c agent.ContainerJSON) bool {
+		return c.Autoscale != nil && c.Autoscale.LastDecision != nil && len(ratePointsAfter(c.History, time.Time{})) >= 3
+	})
+
+	pause, resume := kubeletPauser(t)
+	pausedAt := pause()
+	step := writeLoad(t, pod, "cpu=400m")
+
+	// The agent's grow is accepted: the spec moves, the status cannot.
+	var planned *corev1.Pod
+	waitFor(t, "the agent's resize in the pod's spec", 30*time.Second, func() (bool, error) {
+		planned = getPod(t, ns, pod)
+		return planned.Spec.Containers[0].Resources.Limits.Cpu().MilliValue() != 100, nil
+	})
+	agentCPU := planned.Spec.Containers[0].Resources
+	t.Logf("agent's resize accepted %.2fs after the step: cpu %s/%s", time.Since(step).Seconds(), agentCPU.Requests.Cpu(), agentCPU.Limits.Cpu())
+
+	// A person's resize of the same container, as `kubectl patch
+	// --subresource resize --type=json` sends it: cpu 60m/180m, lower than
+	// the agent's and unlike both the old and the agent's values.
+	human := `[{"op":"replace","path":"/spec/containers/0/resources/requests/cpu","value":"60m"},` +
+		`{"op":"replace","path":"/spec/containers/0/resources/limits/cpu","value":"180m"}]`
+	humanAt := time.Now()
+	if _, err := client.CoreV1().Pods(ns).Patch(context.Background(), pod, types.JSONPatchType, []byte(human), metav1.PatchOptions{}, "resize"); err != nil {
+		t.Fatalf("the person's resize: %v", err)
+	}
+
+	c := ag.waitAutoscale(t, ns, pod, 30*time.Second, func(c agent.ContainerJSON) bool {
+		return len(resizesAfter(c.Autoscale, step)) > 0
+	})
+	first := resizesAfter(c.Autoscale, step)[0]
+	resumedAt := resume()
+	t.Logf("kubelet stopped for %.2fs; the agent's first resize: %s: %s", resumedAt.Sub(pausedAt).Seconds(), first.Outcome, first.Message)
+	if first.Outcome != "Conflict" {
+		t.Fatalf("the agent's resize ended %s (%s), want Conflict", first.Outcome, first.Message)
+	}
+
+	// The re-plan: sent at once (no backoff), applied, from the person's
+	// values.
+	c = ag.waitAutoscale(t, ns, pod, time.Minute, func(c agent.ContainerJSON) bool {
+		rs := resizesAfter(c.Autoscale, step)
+		return len(rs) >= 2 && rs[1].Outcome != "" && rs[1].Outcome != "InProgress"
+	})
+	rs := resizesAfter(c.Autoscale, step)
+	second := rs[1]
+	t.Logf("re-plan: %s, sent %.2fs after the person's resize, %s (%s)", second.Plan, second.SentAt.Sub(humanAt).Seconds(), second.Outcome, second.Message)
+	if second.Outcome != "Applied" {
+		t.Errorf("the re-plan ended %s (%s), want Applied", second.Outcome, second.Message)
+	}
+	if d := second.SentAt.Sub(humanAt); d > 4*time.Second {
+		t.Errorf("the re-plan was sent %.2fs after the Conflict, want within 4s (the initial backoff is 5s: a Conflict must not back off)", d.Seconds())
+	}
+	target := second.Containers["app"]
+	if req, lim := target.CPURequestMillicores, target.CPULimitMillicores; req <= 60 || lim < 3*req-1 || lim > 3*req+1 {
+		t.Errorf("the re-plan's cpu %dm/%dm: want a grow from the person's 60m/180m keeping its 1:3 ratio", req, lim)
+	}
+	p := assertInPlace(t, ns, pod, containerID, corev1.PodQOSBurstable)
+	if st := p.Status.ContainerStatuses[0].Resources; st == nil || st.Limits.Cpu().MilliValue() < target.CPULimitMillicores {
+		t.Errorf("actual resources %v, want at least the re-plan's cpu limit %dm", st, target.CPULimitMillicores)
+	}
+}
+
+// resizesAfter returns the agent's resizes decided after t.
+func resizesAfter(v *agent.AutoscaleJSON, t time.Time) []agent.ResizeJSON {
+	if v == nil {
+		return nil
+	}
+	var out []agent.ResizeJSON
+	for _, r := range v.Resizes {
+		if r.DecidedAt.After(t) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// kubeletPauser returns functions that stop and continue the lab's kubelet
+// and report when they did; a cleanup continues it in any case.
+func kubeletPauser(t *testing.T) (pause, resume func() time.Time) {
+	t.Helper()
+	pid, ok := labOpts.PID("kubelet")
+	if !ok {
+		t.Fatal("the lab's kubelet is not running")
+	}
+	if comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid)); err != nil || strings.TrimSpace(string(comm)) != "kubelet" {
+		t.Fatalf("pid %d is %q (%v), not the kubelet", pid, comm, err)
+	}
+	signal := func(sig syscall.Signal, state string) time.Time {
+		if err := syscall.Kill(pid, sig); err != nil {
+			t.Fatalf("sending %v to the kubelet: %v", sig, err)
+		}
+		at := time.Now()
+		waitFor(t, "kubelet state "+state, 10*time.Second, func() (bool, error) {
+			return procStateIs(pid, state), nil
+		})
+		return at
+	}
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGCONT) })
+	return func() time.Time { return signal(syscall.SIGSTOP, "T") },
+		func() time.Time { return signal(syscall.SIGCONT, "not T") }
+}
+
+// procStateIs reports whether /proc/PID/stat's state is state ("T"
+// stopped), or, for "not T", anything else.
+func procStateIs(pid int, state string) bool {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	s := string(data)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 || i+2 >= len(s) {
+		return false
+	}
+	got := s[i+2 : i+3]
+	if state == "not T" {
+		return got != "T"
+	}
+	return got == state
+}
