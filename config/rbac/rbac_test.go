@@ -50,7 +50,7 @@ var needs = map[string]map[perm]use{
 		{"", "pods", "list", ""}:                              {file: "internal/agent/pods.go", snippet: "factory.Core().V1().Pods()"},
 		{"", "pods", "watch", ""}:                             {file: "internal/agent/pods.go", snippet: "factory.Core().V1().Pods()"},
 		{"", "pods", "patch", ""}:                             {file: "internal/agent/checkpoint.go", snippet: "cs.CoreV1().Pods(ns).Patch(ctx, name, types.MergePatchType, ", pending: "the agent publishing the snapshot annotation"},
-		{"", "pods/resize", "patch", ""}:                      {file: "internal/agent/send.go", snippet: `metav1.PatchOptions{}, "resize")`},
+		{"", "pods/resize", "patch", ""}:                      {file: "internal/actuate/actuator.go", snippet: `Patch(ctx, pod.Name, pt, patch, opts, "resize")`},
 		{"", "nodes", "get", ""}:                              {file: "internal/agent/pods.go", snippet: "client.CoreV1().Nodes().Get("},
 		{"", "nodes", "list", ""}:                             {file: "internal/agent/pods.go", snippet: "factory.Core().V1().Nodes()"},
 		{"", "nodes", "watch", ""}:                            {file: "internal/agent/pods.go", snippet: "factory.Core().V1().Nodes()"},
