@@ -219,7 +219,10 @@ func (a *Agent) Config() Config { return a.cfg }
 func (a *Agent) Metrics() *Metrics { return a.metrics }
 
 // UpsertPod sets the containers of pod to sample: those running with a
-// container ID. It only records them; the next pass acts.
+// container ID. It only records them; the next pass acts. It also wakes
+// the resizes waiting on the pod (they read it from the pod source's
+// cache, which must hold this version already, as an informer's does when
+// it calls its handlers).
 func (a *Agent) UpsertPod(pod *corev1.Pod) {
 	a.feed.changed(pod.UID)
 	refs := runningContainers(pod)
@@ -240,6 +243,7 @@ func (a *Agent) UpsertPod(pod *corev1.Pod) {
 }
 
 // DeletePod forgets the pod with uid; the next pass drops its containers.
+// Resizes waiting on the pod are woken and find it gone.
 func (a *Agent) DeletePod(uid types.UID) {
 	a.feed.changed(uid)
 	a.podsMu.Lock()
