@@ -178,6 +178,9 @@ type Agent struct {
 
 	// decider is the decision step, if Decide installed one.
 	decider *Decider
+	// binds are the pods' policies, marked stale by pod events here and
+	// policy events (Decide).
+	binds *bindings
 }
 
 // New returns an Agent for cfg, which must be valid. clk stamps samples and
@@ -196,6 +199,7 @@ func New(cfg Config, clk clock.WithTicker) (*Agent, error) {
 		gone:     map[string]struct{}{},
 		notFound: map[string]int{},
 		tracked:  map[key]*tracked{},
+		binds:    newBindings(),
 	}, nil
 }
 
@@ -208,6 +212,7 @@ func (a *Agent) Metrics() *Metrics { return a.metrics }
 // UpsertPod sets the containers of pod to sample: those running with a
 // container ID. It only records them; the next pass acts.
 func (a *Agent) UpsertPod(pod *corev1.Pod) {
+	a.binds.podChanged(pod.UID)
 	refs := runningContainers(pod)
 	a.podsMu.Lock()
 	defer a.podsMu.Unlock()
@@ -227,6 +232,7 @@ func (a *Agent) UpsertPod(pod *corev1.Pod) {
 
 // DeletePod forgets the pod with uid; the next pass drops its containers.
 func (a *Agent) DeletePod(uid types.UID) {
+	a.binds.podDeleted(uid)
 	a.podsMu.Lock()
 	defer a.podsMu.Unlock()
 	if _, ok := a.pods[uid]; ok {

@@ -14,12 +14,12 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
 	"github.com/snug-dev/snug/api/v1alpha1"
+	"github.com/snug-dev/snug/internal/policy"
 	"github.com/snug-dev/snug/internal/recommend"
 	"github.com/snug-dev/snug/internal/resize"
 )
@@ -35,12 +35,11 @@ type DeciderConfig struct {
 	Pods corelisters.PodLister
 	// Node returns the agent's node, for its allocatable. Required.
 	Node func() (*corev1.Node, error)
-	// Policies lists the SnugPolicies (WatchPolicies). Required.
+	// Policies lists the SnugPolicies (WatchPolicies) and tells of their
+	// changes. A policy with a targetRef covers the pods its
+	// status.selector (published by the controller) matches, none before.
+	// Required.
 	Policies PolicyLister
-	// Client follows pods' owner chains (ReplicaSet -> Deployment,
-	// Job -> CronJob) for policies with a targetRef. Nil leaves pods
-	// owned by a ReplicaSet or Job matched to those only.
-	Client kubernetes.Interface
 	// Send sends a plan's patch. Nil, or DryRun, never patches.
 	Send SendFunc
 	// DryRun decides and logs, but never patches.
@@ -72,7 +71,11 @@ type Decider struct {
 	cfg     DeciderConfig
 	clock   clock.WithTicker
 	metrics *Metrics
-	owners  *ownerResolver
+
+	// binds are the pods' policies (bind.go); listPolicies is
+	// cfg.Policies.List.
+	binds        *bindings
+	listPolicies func(ns string) []*v1alpha1.SnugPolicy
 
 	// Loop-only.
 	pods    map[types.UID]*podState
@@ -178,9 +181,12 @@ func (a *Agent) Decide(cfg DeciderConfig) (*Decider, error) {
 		cfg.PollInterval = 50 * time.Millisecond
 	}
 	d := &Decider{
-		cfg: cfg, clock: a.clock, metrics: a.metrics, owners: newOwnerResolver(cfg.Client),
+		cfg: cfg, clock: a.clock, metrics: a.metrics, binds: a.binds, listPolicies: cfg.Policies.List,
 		pods: map[types.UID]*podState{}, results: make(chan sendResult, 256),
 		views: map[key]*AutoscaleJSON{},
+	}
+	if err := cfg.Policies.OnChange(a.binds.policiesChanged); err != nil {
+		return nil, fmt.Errorf("configuring the decider: %w", err)
 	}
 	a.cfg.Observer = d
 	a.decider = d
@@ -198,15 +204,7 @@ func (d *Decider) Observe(ctx context.Context, ref ContainerRef, p Point) {
 	if err != nil || pod.UID != ref.PodUID {
 		return
 	}
-	policies := d.cfg.Policies.List()
-	var w workload
-	if needsOwner(policies, pod.Namespace) {
-		var ok bool
-		if w, ok = d.owners.get(ctx, pod); !ok {
-			return // resolving; next sample
-		}
-	}
-	pol := matchPolicy(policies, pod, w)
+	pol := d.binds.policyFor(pod, d.listPolicies)
 	if pol == nil {
 		if _, ok := d.pods[pod.UID]; ok {
 			delete(d.pods, pod.UID)
@@ -216,7 +214,7 @@ func (d *Decider) Observe(ctx context.Context, ref ContainerRef, p Point) {
 	}
 	if ref.QOSClass == corev1.PodQOSBestEffort {
 		d.setView(k, &AutoscaleJSON{
-			Policy: pol.Namespace + "/" + pol.Name, UpdateMode: string(updateMode(pol)),
+			Policy: pol.Namespace + "/" + pol.Name, UpdateMode: string(policy.UpdateMode(pol)),
 			Note: "BestEffort: left alone (a request would change its QoS class)",
 		})
 		return
@@ -224,7 +222,7 @@ func (d *Decider) Observe(ctx context.Context, ref ContainerRef, p Point) {
 	log := logr.FromContextOrDiscard(ctx).WithValues("pod", pod.Namespace+"/"+pod.Name, "container", ref.Container)
 	st := d.pods[pod.UID]
 	if pk := string(pol.UID) + "/" + fmt.Sprint(pol.Generation); st == nil || st.policyKey != pk {
-		cfg, opts, err := behaviorConfig(d.cfg.Recommend, pol)
+		cfg, opts, err := policy.Behavior(d.cfg.Recommend, pol)
 		var rec *recommend.Pod
 		if err == nil {
 			rec, err = recommend.NewPod(cfg)
@@ -240,8 +238,8 @@ func (d *Decider) Observe(ctx context.Context, ref ContainerRef, p Point) {
 		}
 		st = &podState{
 			ns: pod.Namespace, name: pod.Name, uid: pod.UID,
-			policy: pol.Namespace + "/" + pol.Name, policyKey: pk, mode: updateMode(pol),
-			ignoreOOM: ignoresOOMKills(pol), rec: rec, opts: opts,
+			policy: pol.Namespace + "/" + pol.Name, policyKey: pk, mode: policy.UpdateMode(pol),
+			ignoreOOM: policy.IgnoresOOMKills(pol), rec: rec, opts: opts,
 			containers: map[string]*containerState{}, deferredRules: deferredRulesOf(pol),
 			uncontrolled: slices.Clone(pol.Status.UncontrolledResources),
 		}
@@ -255,7 +253,7 @@ func (d *Decider) Observe(ctx context.Context, ref ContainerRef, p Point) {
 		log.Info("policy's uncontrolled resources changed", "policy", st.policy, "uncontrolledResources", unc)
 		st.uncontrolled = slices.Clone(unc)
 		for name, cs := range st.containers {
-			cs.rules = rulesForPod(containerPolicy(pol, name), st.uncontrolled, cs.qos)
+			cs.rules = policy.RulesForPod(policy.ContainerPolicy(pol, name), st.uncontrolled, cs.qos)
 			if err := cs.rc.SetBounds(cs.rules.Bounds); err != nil {
 				log.Error(err, "applying uncontrolled resources", "container", name)
 			}
@@ -263,7 +261,7 @@ func (d *Decider) Observe(ctx context.Context, ref ContainerRef, p Point) {
 	}
 	cs := st.containers[ref.Container]
 	if cs == nil {
-		rules := rulesForPod(containerPolicy(pol, ref.Container), st.uncontrolled, ref.QOSClass)
+		rules := policy.RulesForPod(policy.ContainerPolicy(pol, ref.Container), st.uncontrolled, ref.QOSClass)
 		seed, ok := d.seed(ctx, log, pol, st, ref.Container)
 		if !ok {
 			return // reading the policy's checkpoint; next sample
@@ -339,13 +337,13 @@ func containerModeString(r containerRules) string {
 // pod whose containers asked for one in this pass.
 func (d *Decider) PassDone(ctx context.Context) {
 	log := logr.FromContextOrDiscard(ctx)
+	d.binds.sweep()
 	d.drain(ctx, log)
 	now := d.clock.Now()
 	for uid, st := range d.pods {
 		pod, err := d.cfg.Pods.Pods(st.ns).Get(st.name)
 		if err != nil || pod.UID != uid {
 			delete(d.pods, uid)
-			d.owners.forget(uid)
 			d.dropViews(uid)
 			continue
 		}
