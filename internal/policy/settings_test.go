@@ -134,3 +134,30 @@ func TestRulesForPodGuaranteed(t *testing.T) {
 		}
 	}
 }
+
+func TestLearnBounds(t *testing.T) {
+	q := func(s string) *resource.Quantity { return ptr.To(resource.MustParse(s)) }
+	tests := []struct {
+		name         string
+		p            v1alpha1.ContainerResourcePolicy
+		uncontrolled []corev1.ResourceName
+		want         recommend.Bounds
+	}{
+		{"no policy", v1alpha1.ContainerResourcePolicy{}, nil, recommend.Bounds{}},
+		{"bounds", v1alpha1.ContainerResourcePolicy{
+			MinAllowed: &v1alpha1.ResourceAmounts{CPU: q("100m"), Memory: q("64Mi")},
+			MaxAllowed: &v1alpha1.ResourceAmounts{CPU: q("2"), Memory: q("1Gi")},
+		}, nil, recommend.Bounds{MinCPUMillis: 100, MaxCPUMillis: 2000, MinMemBytes: 64 << 20, MaxMemBytes: 1 << 30}},
+		{"requests only, memory only", v1alpha1.ContainerResourcePolicy{
+			ControlledValues: v1alpha1.ContainerControlledValuesRequestsOnly, ControlledResources: []corev1.ResourceName{corev1.ResourceMemory},
+		}, nil, recommend.Bounds{RequestsOnly: true, IgnoreCPU: true}},
+		{"hpa takes cpu", v1alpha1.ContainerResourcePolicy{}, []corev1.ResourceName{corev1.ResourceCPU}, recommend.Bounds{IgnoreCPU: true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, policy.LearnBounds(tt.p, tt.uncontrolled)); diff != "" {
+				t.Errorf("bounds (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -36,6 +36,15 @@ func (b *PodBuilder) Labels(kv ...string) *PodBuilder {
 	return b
 }
 
+// LabelSet sets the pod's labels to a copy of m.
+func (b *PodBuilder) LabelSet(m map[string]string) *PodBuilder {
+	b.pod.Labels = make(map[string]string, len(m))
+	for k, v := range m {
+		b.pod.Labels[k] = v
+	}
+	return b
+}
+
 // Node binds the pod to node.
 func (b *PodBuilder) Node(node string) *PodBuilder { b.pod.Spec.NodeName = node; return b }
 
