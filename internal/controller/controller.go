@@ -81,6 +81,8 @@ type Controller struct {
 	recorder record.EventRecorder
 	metrics  *Metrics
 	queue    workqueue.TypedRateLimitingInterface[string]
+	// statuses writes policies' status: pc's, or a test's.
+	statuses func(namespace string) statusWriter
 
 	factory     informers.SharedInformerFactory
 	cmFactory   informers.SharedInformerFactory
@@ -103,6 +105,11 @@ type Controller struct {
 	// older than the eviction never evicts a second pod (nor the same one
 	// twice).
 	evicting map[types.UID]evictionMark
+}
+
+// statusWriter writes a policy's status subresource.
+type statusWriter interface {
+	UpdateStatus(ctx context.Context, p *v1alpha1.SnugPolicy, o metav1.UpdateOptions) (*v1alpha1.SnugPolicy, error)
 }
 
 // evictionMark is one eviction not yet seen in the cache.
@@ -138,6 +145,7 @@ func New(cs kubernetes.Interface, pc *policyclient.Client, recorder record.Event
 		lastWrites: map[string]time.Time{},
 		evicting:   map[types.UID]evictionMark{},
 	}
+	c.statuses = func(ns string) statusWriter { return pc.SnugPolicies(ns) }
 	cms := c.cmFactory.Core().V1().ConfigMaps()
 	c.checkpoints = cms.Lister()
 	c.synced = append(c.synced, cms.Informer().HasSynced)
@@ -441,7 +449,7 @@ func (c *Controller) reconcile(ctx context.Context, k string) (time.Duration, er
 	}
 	updated := p.DeepCopy()
 	updated.Status = status
-	if _, err := c.pc.SnugPolicies(ns).UpdateStatus(ctx, updated, metav1.UpdateOptions{}); err != nil {
+	if _, err := c.statuses(ns).UpdateStatus(ctx, updated, metav1.UpdateOptions{}); err != nil {
 		return 0, fmt.Errorf("updating status: %w", err)
 	}
 	log.V(1).Info("status updated", "selector", status.Selector, "pods", len(pods))
