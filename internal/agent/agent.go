@@ -212,7 +212,7 @@ func (a *Agent) Metrics() *Metrics { return a.metrics }
 // UpsertPod sets the containers of pod to sample: those running with a
 // container ID. It only records them; the next pass acts.
 func (a *Agent) UpsertPod(pod *corev1.Pod) {
-	a.binds.podChanged(pod.UID)
+	a.binds.podChanged(pod)
 	refs := runningContainers(pod)
 	a.podsMu.Lock()
 	defer a.podsMu.Unlock()

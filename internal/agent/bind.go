@@ -24,6 +24,9 @@ type bindings struct {
 	// dirty are the pods changed since their binding was computed; gone
 	// those deleted since the last sweep.
 	dirty, gone map[types.UID]struct{}
+	// latest is each pod as its last event delivered it (the informer's
+	// cached object), so a sample finds its pod without a lister lookup.
+	latest map[types.UID]*corev1.Pod
 
 	// Loop goroutine only.
 	bound map[types.UID]binding
@@ -37,14 +40,24 @@ type binding struct {
 }
 
 func newBindings() *bindings {
-	return &bindings{nsGen: map[string]uint64{}, dirty: map[types.UID]struct{}{}, gone: map[types.UID]struct{}{}, bound: map[types.UID]binding{}}
+	return &bindings{nsGen: map[string]uint64{}, dirty: map[types.UID]struct{}{}, gone: map[types.UID]struct{}{}, latest: map[types.UID]*corev1.Pod{}, bound: map[types.UID]binding{}}
 }
 
-// podChanged marks a pod's binding stale (informer handlers).
-func (b *bindings) podChanged(uid types.UID) {
+// podChanged marks a pod's binding stale and records the pod as
+// delivered (informer handlers; the pod is the cache's, never modified).
+func (b *bindings) podChanged(pod *corev1.Pod) {
 	b.mu.Lock()
-	b.dirty[uid] = struct{}{}
+	b.dirty[pod.UID] = struct{}{}
+	b.latest[pod.UID] = pod
 	b.mu.Unlock()
+}
+
+// pod returns the pod with uid as its last event delivered it, if any.
+func (b *bindings) pod(uid types.UID) (*corev1.Pod, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	p, ok := b.latest[uid]
+	return p, ok
 }
 
 // policiesChanged marks the bindings of a namespace's pods stale (informer
@@ -77,6 +90,7 @@ func (b *bindings) policyFor(pod *corev1.Pod, list func(ns string) []*v1alpha1.S
 func (b *bindings) podDeleted(uid types.UID) {
 	b.mu.Lock()
 	b.gone[uid] = struct{}{}
+	delete(b.latest, uid)
 	b.mu.Unlock()
 }
 

@@ -47,7 +47,7 @@ func TestBindingsFollowEvents(t *testing.T) {
 	step("after the policy event", "older", 2)
 	step("next sample", "older", 2)
 	pod = tb.Pod("web-1").Labels("app", "api").Get()
-	b.podChanged(pod.UID)
+	b.podChanged(pod)
 	step("after the pod's labels changed", "", 3)
 	step("next sample", "", 3)
 	b.podDeleted(pod.UID)

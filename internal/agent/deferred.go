@@ -312,12 +312,9 @@ type DeferredJSON struct {
 	AfterSeconds int64 `json:"afterSeconds"`
 }
 
-// deferredView is the JSON form of the pod's deferral, or nil.
-func (st *podState) deferredView() *DeferredJSON {
-	if st.deferral == nil {
-		return nil
-	}
-	return &DeferredJSON{Since: st.deferral.since, Action: string(st.deferral.rules.action), AfterSeconds: int64(st.deferral.rules.after / time.Second)}
+// view is the JSON form of the deferral.
+func (df deferral) view() *DeferredJSON {
+	return &DeferredJSON{Since: df.since, Action: string(df.rules.action), AfterSeconds: int64(df.rules.after / time.Second)}
 }
 
 // handleDeferred applies behavior.deferred to a pod whose resize the
