@@ -206,14 +206,9 @@ func (d *Decider) Wait() { d.wg.Wait() }
 // the JSON view are built only when something changes or is asked for.
 func (d *Decider) Observe(ctx context.Context, ref ContainerRef, p Point) {
 	k := key{ref.PodUID, ref.Container}
-	pod, ok := d.binds.pod(ref.PodUID)
-	if !ok {
-		// Not delivered by the agent's pod events (a Decider fed
-		// otherwise): from the lister.
-		var err error
-		if pod, err = d.cfg.Pods.Pods(ref.Namespace).Get(ref.Pod); err != nil || pod.UID != ref.PodUID {
-			return
-		}
+	pod, err := d.podOf(ref.PodUID, ref.Namespace, ref.Pod)
+	if err != nil {
+		return
 	}
 	pol := d.binds.policyFor(pod, d.listPolicies)
 	if pol == nil {
@@ -291,6 +286,22 @@ func (d *Decider) Observe(ctx context.Context, ref ContainerRef, p Point) {
 		}
 	}
 	d.updateView(k, st, cs, p.Time)
+}
+
+// podOf returns the pod with uid: as its last informer event delivered it
+// (no lookup cost), else from the lister (a Decider fed otherwise).
+func (d *Decider) podOf(uid types.UID, ns, name string) (*corev1.Pod, error) {
+	if pod, ok := d.binds.pod(uid); ok {
+		return pod, nil
+	}
+	pod, err := d.cfg.Pods.Pods(ns).Get(name)
+	if err != nil {
+		return nil, err
+	}
+	if pod.UID != uid {
+		return nil, fmt.Errorf("pod %s/%s is another pod now", ns, name)
+	}
+	return pod, nil
 }
 
 // decide is the decision step for one sample of one container: it feeds
@@ -405,8 +416,8 @@ func (d *Decider) PassDone(ctx context.Context) {
 	d.drain(ctx, log)
 	now := d.clock.Now()
 	for uid, st := range d.pods {
-		pod, err := d.cfg.Pods.Pods(st.ns).Get(st.name)
-		if err != nil || pod.UID != uid {
+		pod, err := d.podOf(uid, st.ns, st.name)
+		if err != nil {
 			delete(d.pods, uid)
 			d.dropViews(uid)
 			continue
