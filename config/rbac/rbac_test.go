@@ -57,8 +57,6 @@ var needs = map[string]map[perm]use{
 		{"", "events", "create", ""}:                          {file: "internal/cli/agent.go", snippet: `EventSinkImpl{Interface: client.CoreV1().Events("")}`},
 		{"", "events", "patch", ""}:                           {file: "internal/cli/agent.go", snippet: `EventSinkImpl{Interface: client.CoreV1().Events("")}`},
 		{"", "configmaps", "get", ""}:                         {file: "internal/agent/checkpoint.go", snippet: "cs.CoreV1().ConfigMaps(ns).Get(ctx, name, ", pending: "the agent seeding new containers from checkpoints"},
-		{"apps", "replicasets", "get", ""}:                    {file: "internal/agent/policy.go", snippet: "AppsV1().ReplicaSets(ns).Get("},
-		{"batch", "jobs", "get", ""}:                          {file: "internal/agent/policy.go", snippet: "BatchV1().Jobs(ns).Get("},
 		{"autoscaling.snug.dev", "snugpolicies", "list", ""}:  {file: "internal/agent/policy.go", snippet: `pc.SnugPolicies("").List(`},
 		{"autoscaling.snug.dev", "snugpolicies", "watch", ""}: {file: "internal/agent/policy.go", snippet: `pc.SnugPolicies("").Watch(`},
 	},

@@ -191,6 +191,9 @@ type Agent struct {
 	// feed tells resizes waiting on a pod (actuation.go) that the pod
 	// source delivered a new version of it.
 	feed podFeed
+	// binds are the pods' policies, marked stale by pod events here and
+	// policy events (Decide).
+	binds *bindings
 }
 
 // New returns an Agent for cfg, which must be valid. clk stamps samples and
@@ -209,6 +212,7 @@ func New(cfg Config, clk clock.WithTicker) (*Agent, error) {
 		gone:     map[string]struct{}{},
 		notFound: map[string]int{},
 		tracked:  map[key]*tracked{},
+		binds:    newBindings(),
 	}, nil
 }
 
@@ -225,6 +229,7 @@ func (a *Agent) Metrics() *Metrics { return a.metrics }
 // it calls its handlers).
 func (a *Agent) UpsertPod(pod *corev1.Pod) {
 	a.feed.changed(pod.UID)
+	a.binds.podChanged(pod)
 	refs := runningContainers(pod)
 	a.podsMu.Lock()
 	defer a.podsMu.Unlock()
@@ -246,6 +251,7 @@ func (a *Agent) UpsertPod(pod *corev1.Pod) {
 // Resizes waiting on the pod are woken and find it gone.
 func (a *Agent) DeletePod(uid types.UID) {
 	a.feed.changed(uid)
+	a.binds.podDeleted(uid)
 	a.podsMu.Lock()
 	defer a.podsMu.Unlock()
 	if _, ok := a.pods[uid]; ok {

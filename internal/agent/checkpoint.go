@@ -210,19 +210,6 @@ func seedFrom(data map[string]string, readErr error, container string, cfg recom
 	return a, seedUsed, nil
 }
 
-// seedView returns the seed of a container for the JSON API, or nil.
-// Loop goroutine only.
-func (d *Decider) seedView(k key) *SeedJSON {
-	if d.ckpt == nil {
-		return nil
-	}
-	s, ok := d.ckpt.seeds[k]
-	if !ok {
-		return nil
-	}
-	return &s
-}
-
 // publishSnapshots takes in finished publications, forgets pods that are
 // gone, and publishes the snapshot of each pod whose one is due. Called by
 // PassDone on the loop goroutine; the patches go out on their own

@@ -14,13 +14,13 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
 	"github.com/snug-dev/snug/api/v1alpha1"
 	"github.com/snug-dev/snug/internal/actuate"
+	"github.com/snug-dev/snug/internal/policy"
 	"github.com/snug-dev/snug/internal/recommend"
 	"github.com/snug-dev/snug/internal/resize"
 )
@@ -36,12 +36,11 @@ type DeciderConfig struct {
 	Pods corelisters.PodLister
 	// Node returns the agent's node, for its allocatable. Required.
 	Node func() (*corev1.Node, error)
-	// Policies lists the SnugPolicies (WatchPolicies). Required.
+	// Policies lists the SnugPolicies (WatchPolicies) and tells of their
+	// changes. A policy with a targetRef covers the pods its
+	// status.selector (published by the controller) matches, none before.
+	// Required.
 	Policies PolicyLister
-	// Client follows pods' owner chains (ReplicaSet -> Deployment,
-	// Job -> CronJob) for policies with a targetRef. Nil leaves pods
-	// owned by a ReplicaSet or Job matched to those only.
-	Client kubernetes.Interface
 	// ResizeClient is what resizes are sent with (through internal/actuate;
 	// a clientset's CoreV1()). Nil, or DryRun, never patches.
 	ResizeClient actuate.Client
@@ -72,7 +71,11 @@ type Decider struct {
 	cfg     DeciderConfig
 	clock   clock.WithTicker
 	metrics *Metrics
-	owners  *ownerResolver
+
+	// binds are the pods' policies (bind.go); listPolicies is
+	// cfg.Policies.List.
+	binds        *bindings
+	listPolicies func(ns string) []*v1alpha1.SnugPolicy
 
 	// queue sends resizes; nil when the decider never patches.
 	queue *actuationQueue
@@ -84,17 +87,20 @@ type Decider struct {
 	pods map[types.UID]*podState
 
 	viewMu sync.RWMutex
-	views  map[key]*AutoscaleJSON
+	views  map[key]*viewState
 
 	ckpt *checkpoints // nil unless UseCheckpoints
 }
 
 // podState is the recommender state of one pod under one policy.
 type podState struct {
-	ns, name  string
-	uid       types.UID
-	policy    string // namespace/name
-	policyKey string // uid/generation: a changed policy starts afresh
+	ns, name string
+	uid      types.UID
+	policy   string // namespace/name
+	// policyUID and policyGen are the policy's: a changed policy starts
+	// afresh.
+	policyUID types.UID
+	policyGen int64
 	mode      v1alpha1.UpdateMode
 	ignoreOOM bool
 	rec       *recommend.Pod
@@ -144,9 +150,12 @@ func (a *Agent) Decide(cfg DeciderConfig) (*Decider, error) {
 		cfg.ResizeTimeout = DefaultResizeTimeout
 	}
 	d := &Decider{
-		cfg: cfg, clock: a.clock, metrics: a.metrics, owners: newOwnerResolver(cfg.Client),
+		cfg: cfg, clock: a.clock, metrics: a.metrics, binds: a.binds, listPolicies: cfg.Policies.List,
 		pods:  map[types.UID]*podState{},
-		views: map[key]*AutoscaleJSON{},
+		views: map[key]*viewState{},
+	}
+	if err := cfg.Policies.OnChange(a.binds.policiesChanged); err != nil {
+		return nil, fmt.Errorf("configuring the decider: %w", err)
 	}
 	if cfg.ResizeClient != nil && !cfg.DryRun {
 		act := &actuate.Actuator{Client: cfg.ResizeClient, Source: cacheSource{feed: &a.feed, pods: cfg.Pods}, Clock: a.clock}
@@ -182,22 +191,17 @@ func (d *Decider) Settle(ctx context.Context) {
 	d.drain(ctx, logr.FromContextOrDiscard(ctx))
 }
 
-// Observe implements Observer.
+// Observe implements Observer. It finds the pod's bound policy (a map
+// lookup, bind.go), keeps the pod's and container's state, and runs the
+// pure decide step. A steady sample allocates nothing: logs, metrics and
+// the JSON view are built only when something changes or is asked for.
 func (d *Decider) Observe(ctx context.Context, ref ContainerRef, p Point) {
 	k := key{ref.PodUID, ref.Container}
-	pod, err := d.cfg.Pods.Pods(ref.Namespace).Get(ref.Pod)
-	if err != nil || pod.UID != ref.PodUID {
+	pod, err := d.podOf(ref.PodUID, ref.Namespace, ref.Pod)
+	if err != nil {
 		return
 	}
-	policies := d.cfg.Policies.List()
-	var w workload
-	if needsOwner(policies, pod.Namespace) {
-		var ok bool
-		if w, ok = d.owners.get(ctx, pod); !ok {
-			return // resolving; next sample
-		}
-	}
-	pol := matchPolicy(policies, pod, w)
+	pol := d.binds.policyFor(pod, d.listPolicies)
 	if pol == nil {
 		if _, ok := d.pods[pod.UID]; ok {
 			delete(d.pods, pod.UID)
@@ -206,87 +210,47 @@ func (d *Decider) Observe(ctx context.Context, ref ContainerRef, p Point) {
 		return
 	}
 	if ref.QOSClass == corev1.PodQOSBestEffort {
-		d.setView(k, &AutoscaleJSON{
-			Policy: pol.Namespace + "/" + pol.Name, UpdateMode: string(updateMode(pol)),
-			Note: "BestEffort: left alone (a request would change its QoS class)",
+		d.setView(k, &viewState{
+			policy: pol.Namespace + "/" + pol.Name, mode: policy.UpdateMode(pol),
+			note: "BestEffort: left alone (a request would change its QoS class)",
 		})
 		return
 	}
-	log := logr.FromContextOrDiscard(ctx).WithValues("pod", pod.Namespace+"/"+pod.Name, "container", ref.Container)
-	st := d.pods[pod.UID]
-	if pk := string(pol.UID) + "/" + fmt.Sprint(pol.Generation); st == nil || st.policyKey != pk {
-		cfg, opts, err := behaviorConfig(d.cfg.Recommend, pol)
-		var rec *recommend.Pod
-		if err == nil {
-			rec, err = recommend.NewPod(cfg)
-		}
-		if err != nil {
-			if st == nil || st.policyKey != "bad/"+pk {
-				log.Error(err, "using policy", "policy", pol.Namespace+"/"+pol.Name)
-			}
-			// Kept (with no recommender) so the error is logged once per
-			// policy generation, not every second.
-			d.pods[pod.UID] = &podState{ns: pod.Namespace, name: pod.Name, uid: pod.UID, policyKey: "bad/" + pk}
-			return
-		}
-		st = &podState{
-			ns: pod.Namespace, name: pod.Name, uid: pod.UID,
-			policy: pol.Namespace + "/" + pol.Name, policyKey: pk, mode: updateMode(pol),
-			ignoreOOM: ignoresOOMKills(pol), rec: rec, opts: opts,
-			containers: map[string]*containerState{}, deferredRules: deferredRulesOf(pol),
-			uncontrolled: slices.Clone(pol.Status.UncontrolledResources),
-		}
-		d.pods[pod.UID] = st
-	} else if st.rec == nil {
-		return // policy known to be unusable
+	st := d.podStateFor(ctx, pod, pol)
+	if st == nil {
+		return // policy unusable; logged once per generation
 	}
 	if unc := pol.Status.UncontrolledResources; !slices.Equal(st.uncontrolled, unc) {
 		// The status changes without a new generation: keep the history,
 		// change what may be resized.
-		log.Info("policy's uncontrolled resources changed", "policy", st.policy, "uncontrolledResources", unc)
+		d.containerLog(ctx, pod, ref.Container).Info("policy's uncontrolled resources changed", "policy", st.policy, "uncontrolledResources", unc)
 		st.uncontrolled = slices.Clone(unc)
 		for name, cs := range st.containers {
-			cs.rules = rulesForPod(containerPolicy(pol, name), st.uncontrolled, cs.qos)
+			cs.rules = policy.RulesForPod(policy.ContainerPolicy(pol, name), st.uncontrolled, cs.qos)
 			if err := cs.rc.SetBounds(cs.rules.Bounds); err != nil {
-				log.Error(err, "applying uncontrolled resources", "container", name)
+				d.containerLog(ctx, pod, name).Error(err, "applying uncontrolled resources")
 			}
 		}
 	}
 	cs := st.containers[ref.Container]
 	if cs == nil {
-		rules := rulesForPod(containerPolicy(pol, ref.Container), st.uncontrolled, ref.QOSClass)
-		seed, ok := d.seed(ctx, log, pol, st, ref.Container)
-		if !ok {
-			return // reading the policy's checkpoint; next sample
+		if cs = d.containerStateFor(ctx, pod, pol, st, ref); cs == nil {
+			return // reading the policy's checkpoint, or failed; next sample
 		}
-		rc, err := st.rec.AddContainer(ref.Container, rules.Bounds, seed)
-		if err != nil {
-			log.Error(err, "starting to recommend")
-			return
-		}
-		cs = &containerState{rc: rc, rules: rules, qos: ref.QOSClass}
-		st.containers[ref.Container] = cs
 	}
 	status := containerStatus(pod, ref.Container)
-	if cs.containerID != "" && cs.containerID != ref.ContainerID && status != nil && !st.ignoreOOM {
-		if t := status.LastTerminationState.Terminated; t != nil && t.Reason == "OOMKilled" {
-			log.Info("container was oom-killed and restarted; growing memory")
-			cs.rc.OOMKilled()
-		}
+	oom := !st.ignoreOOM && restartedAfterOOM(cs, ref.ContainerID, status)
+	if oom {
+		d.containerLog(ctx, pod, ref.Container).Info("container was oom-killed and restarted; growing memory")
 	}
-	cs.containerID = ref.ContainerID
-
-	dec := cs.rc.Observe(p.Time, p.Signals, actualResources(pod, ref.Container, status))
-	cs.last, cs.lastTime = dec, p.Time
-	cs.wsBytes = int64(p.MemoryWorkingSetBytes)
-	if p.HasRate {
-		cs.cpuMillis = int64(p.CPUUsageMillicores)
+	dec := decide(cs, ref.ContainerID, p, actualResources(pod, ref.Container, status), oom)
+	if dec.CPU.Action != recommend.Hold {
+		d.metrics.decisions.WithLabelValues(dec.CPU.Action.String(), "cpu").Inc()
 	}
-	for i, ch := range [2]recommend.Change{dec.CPU, dec.Memory} {
-		res := [2]string{"cpu", "memory"}[i]
-		if ch.Action != recommend.Hold {
-			d.metrics.decisions.WithLabelValues(ch.Action.String(), res).Inc()
-		}
+	if dec.Memory.Action != recommend.Hold {
+		d.metrics.decisions.WithLabelValues(dec.Memory.Action.String(), "memory").Inc()
+	}
+	for _, ch := range [2]recommend.Change{dec.CPU, dec.Memory} {
 		if ch.Reason.Why == recommend.WhyBudget {
 			d.metrics.budgetHits.Inc()
 		}
@@ -296,12 +260,15 @@ func (d *Decider) Observe(ctx context.Context, ref ContainerRef, p Point) {
 		cs.lastChange = &dj
 		// Log each new wish at V(0); the same wish repeated (recommend-only
 		// modes, dry runs) at V(1).
+		wish := [2]recommend.Change{sameWish(dec.CPU), sameWish(dec.Memory)}
 		v := 1
-		if cs.logged != [2]recommend.Change{sameWish(dec.CPU), sameWish(dec.Memory)} {
-			cs.logged = [2]recommend.Change{sameWish(dec.CPU), sameWish(dec.Memory)}
+		if cs.logged != wish {
+			cs.logged = wish
 			v = 0
 		}
-		log.V(v).Info("decision", "decision", dec.String(), "policy", st.policy, "updateMode", st.mode, "dryRun", d.cfg.DryRun, "containerMode", containerModeString(cs.rules))
+		if log := d.containerLog(ctx, pod, ref.Container); log.V(v).Enabled() {
+			log.V(v).Info("decision", "decision", dec.String(), "policy", st.policy, "updateMode", st.mode, "dryRun", d.cfg.DryRun, "containerMode", containerModeString(cs.rules))
+		}
 		if !cs.rules.Off {
 			if !st.wanted || p.Time.Before(st.decidedAt) {
 				st.decidedAt = p.Time
@@ -310,6 +277,112 @@ func (d *Decider) Observe(ctx context.Context, ref ContainerRef, p Point) {
 		}
 	}
 	d.updateView(k, st, cs, p.Time)
+}
+
+// podOf returns the pod with uid: as its last informer event delivered it
+// (no lookup cost), else from the lister (a Decider fed otherwise).
+func (d *Decider) podOf(uid types.UID, ns, name string) (*corev1.Pod, error) {
+	if pod, ok := d.binds.pod(uid); ok {
+		return pod, nil
+	}
+	pod, err := d.cfg.Pods.Pods(ns).Get(name)
+	if err != nil {
+		return nil, err
+	}
+	if pod.UID != uid {
+		return nil, fmt.Errorf("pod %s/%s is another pod now", ns, name)
+	}
+	return pod, nil
+}
+
+// decide is the decision step for one sample of one container: it feeds
+// the sample and the container's actual resources to the container's
+// recommender (an OOM kill first, when the container restarted after one)
+// and keeps what the planner needs from it. It reads no clock (the
+// sample's time is now), does no I/O and allocates nothing; cs is the only
+// state it changes.
+func decide(cs *containerState, containerID string, p Point, actual recommend.Resources, oomKilled bool) recommend.Decision {
+	if oomKilled {
+		cs.rc.OOMKilled()
+	}
+	cs.containerID = containerID
+	dec := cs.rc.Observe(p.Time, p.Signals, actual)
+	cs.last, cs.lastTime = dec, p.Time
+	cs.wsBytes = int64(p.MemoryWorkingSetBytes)
+	if p.HasRate {
+		cs.cpuMillis = int64(p.CPUUsageMillicores)
+	}
+	return dec
+}
+
+// restartedAfterOOM reports whether the container, known as cs, now runs
+// as containerID because the last one was OOM-killed.
+func restartedAfterOOM(cs *containerState, containerID string, status *corev1.ContainerStatus) bool {
+	if cs.containerID == "" || cs.containerID == containerID || status == nil {
+		return false
+	}
+	t := status.LastTerminationState.Terminated
+	return t != nil && t.Reason == "OOMKilled"
+}
+
+// containerLog is the logger for a container's messages; built only when
+// there is something to log.
+func (d *Decider) containerLog(ctx context.Context, pod *corev1.Pod, container string) logr.Logger {
+	return logr.FromContextOrDiscard(ctx).WithValues("pod", pod.Namespace+"/"+pod.Name, "container", container)
+}
+
+// podStateFor returns the pod's state under pol, starting it afresh when
+// the pod is new or the policy changed (a new UID or generation). It
+// returns nil while the policy's generation is unusable.
+func (d *Decider) podStateFor(ctx context.Context, pod *corev1.Pod, pol *v1alpha1.SnugPolicy) *podState {
+	st := d.pods[pod.UID]
+	if st != nil && st.policyUID == pol.UID && st.policyGen == pol.Generation {
+		if st.rec == nil {
+			return nil
+		}
+		return st
+	}
+	cfg, opts, err := policy.Behavior(d.cfg.Recommend, pol)
+	var rec *recommend.Pod
+	if err == nil {
+		rec, err = recommend.NewPod(cfg)
+	}
+	if err != nil {
+		logr.FromContextOrDiscard(ctx).Error(err, "using policy", "pod", pod.Namespace+"/"+pod.Name, "policy", pol.Namespace+"/"+pol.Name)
+		// Kept (with no recommender) so the error is logged once per
+		// policy generation, not every second.
+		d.pods[pod.UID] = &podState{ns: pod.Namespace, name: pod.Name, uid: pod.UID, policyUID: pol.UID, policyGen: pol.Generation}
+		return nil
+	}
+	st = &podState{
+		ns: pod.Namespace, name: pod.Name, uid: pod.UID,
+		policy: pol.Namespace + "/" + pol.Name, policyUID: pol.UID, policyGen: pol.Generation, mode: policy.UpdateMode(pol),
+		ignoreOOM: policy.IgnoresOOMKills(pol), rec: rec, opts: opts,
+		containers: map[string]*containerState{}, deferredRules: deferredRulesOf(pol),
+		uncontrolled: slices.Clone(pol.Status.UncontrolledResources),
+	}
+	d.pods[pod.UID] = st
+	return st
+}
+
+// containerStateFor starts recommending for a container new to st, seeded
+// from the policy's checkpoint; nil while the checkpoint is being read or
+// when the recommender refuses.
+func (d *Decider) containerStateFor(ctx context.Context, pod *corev1.Pod, pol *v1alpha1.SnugPolicy, st *podState, ref ContainerRef) *containerState {
+	log := d.containerLog(ctx, pod, ref.Container)
+	rules := policy.RulesForPod(policy.ContainerPolicy(pol, ref.Container), st.uncontrolled, ref.QOSClass)
+	seed, ok := d.seed(ctx, log, pol, st, ref.Container)
+	if !ok {
+		return nil
+	}
+	rc, err := st.rec.AddContainer(ref.Container, rules.Bounds, seed)
+	if err != nil {
+		log.Error(err, "starting to recommend")
+		return nil
+	}
+	cs := &containerState{rc: rc, rules: rules, qos: ref.QOSClass}
+	st.containers[ref.Container] = cs
+	return cs
 }
 
 // sameWish strips what changes every second from a change, for comparing
@@ -330,13 +403,13 @@ func containerModeString(r containerRules) string {
 // pod whose containers asked for one in this pass.
 func (d *Decider) PassDone(ctx context.Context) {
 	log := logr.FromContextOrDiscard(ctx)
+	d.binds.sweep()
 	d.drain(ctx, log)
 	now := d.clock.Now()
 	for uid, st := range d.pods {
-		pod, err := d.cfg.Pods.Pods(st.ns).Get(st.name)
-		if err != nil || pod.UID != uid {
+		pod, err := d.podOf(uid, st.ns, st.name)
+		if err != nil {
 			delete(d.pods, uid)
-			d.owners.forget(uid)
 			d.dropViews(uid)
 			continue
 		}

@@ -25,7 +25,6 @@ import (
 	"github.com/snug-dev/snug/internal/actuate"
 	"github.com/snug-dev/snug/internal/cgroup"
 	"github.com/snug-dev/snug/internal/recommend"
-	"github.com/snug-dev/snug/internal/resize"
 )
 
 // testPod is a running single-container pod with actual resources equal to
@@ -63,9 +62,21 @@ func rl(cpu, mem string) corev1.ResourceList {
 	return l
 }
 
+// policyList is a fixed set of policies; tests that change one change it
+// in place (a binding holds the same pointer).
 type policyList []*v1alpha1.SnugPolicy
 
-func (p policyList) List() []*v1alpha1.SnugPolicy { return p }
+func (p policyList) List(ns string) []*v1alpha1.SnugPolicy {
+	var out []*v1alpha1.SnugPolicy
+	for _, q := range p {
+		if q.Namespace == ns {
+			out = append(out, q)
+		}
+	}
+	return out
+}
+
+func (p policyList) OnChange(func(string)) error { return nil }
 
 func selectorPolicy(name string, mode v1alpha1.UpdateMode) *v1alpha1.SnugPolicy {
 	return &v1alpha1.SnugPolicy{
@@ -353,89 +364,6 @@ func TestDeciderLeavesAlone(t *testing.T) {
 				t.Errorf("view %+v, want one: %v", v, tc.wantView)
 			}
 		})
-	}
-}
-
-func TestRulesFor(t *testing.T) {
-	got := rulesFor(v1alpha1.ContainerResourcePolicy{
-		ContainerName: "app", ControlledResources: []corev1.ResourceName{corev1.ResourceCPU},
-		ControlledValues: v1alpha1.ContainerControlledValuesRequestsOnly,
-		MinAllowed:       &v1alpha1.ResourceAmounts{CPU: ptr(resource.MustParse("20m"))},
-		MaxAllowed:       &v1alpha1.ResourceAmounts{CPU: ptr(resource.MustParse("2")), Memory: ptr(resource.MustParse("1Gi"))},
-	}, nil)
-	want := containerRules{
-		Bounds: recommend.Bounds{MinCPUMillis: 20, MaxCPUMillis: 2000, MaxMemBytes: 1 << 30, RequestsOnly: true, IgnoreMemory: true},
-		Policy: resize.Policy{
-			ControlledValues: resize.RequestsOnly, ControlledResources: []corev1.ResourceName{corev1.ResourceCPU},
-			MinAllowed: rl("20m", ""), MaxAllowed: rl("2", "1Gi"),
-		},
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("rules (-want +got):\n%s", diff)
-	}
-	if off := rulesFor(v1alpha1.ContainerResourcePolicy{Mode: v1alpha1.ContainerScalingModeOff}, nil); !off.Off || !off.Bounds.IgnoreCPU || !off.Bounds.IgnoreMemory {
-		t.Errorf("mode Off: %+v", off)
-	}
-}
-
-func TestBehaviorConfig(t *testing.T) {
-	p := selectorPolicy("pol", v1alpha1.UpdateModeInPlace)
-	p.Spec.Behavior = &v1alpha1.Behavior{
-		MemoryHeadroomPercent: ptr[int32](30), MaxResizesPerHour: 1,
-		ScaleUp:   &v1alpha1.ScaleUpBehavior{CPUThrottledPercent: 40, MemoryWorkingSetPercent: 85},
-		ScaleDown: &v1alpha1.ScaleDownBehavior{StabilizationWindowSeconds: ptr[int32](30), MaxStepPercent: 100},
-	}
-	base := recommend.DefaultConfig()
-	cfg, opts, err := behaviorConfig(base, p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := base
-	want.MemoryHeadroom, want.MaxResizesPerHour, want.GrowReserve = 0.3, 1, 0
-	want.CPUThrottledFraction, want.MemoryNearLimitFraction = 0.4, 0.15
-	want.ShrinkWindow, want.MaxCPUShrinkFraction, want.MaxMemoryShrinkFraction = 30*time.Second, 1, base.MaxMemoryShrinkFraction
-	if diff := cmp.Diff(want, cfg); diff != "" {
-		t.Errorf("config (-want +got):\n%s", diff)
-	}
-	if opts.NoRoom != resize.NoRoomCap || opts.MemoryHeadroom != 0.3 {
-		t.Errorf("options %+v: want NoRoomCap and headroom 0.3", opts)
-	}
-}
-
-// TestBehaviorConfigEdges: the CRD's extremes are valid recommender
-// configurations.
-func TestBehaviorConfigEdges(t *testing.T) {
-	p := selectorPolicy("pol", v1alpha1.UpdateModeInPlace)
-	p.Spec.Behavior = &v1alpha1.Behavior{
-		MemoryHeadroomPercent: ptr[int32](0), MaxResizesPerHour: 3600,
-		ScaleUp:   &v1alpha1.ScaleUpBehavior{CPUThrottledPercent: 100, MemoryWorkingSetPercent: 100},
-		ScaleDown: &v1alpha1.ScaleDownBehavior{StabilizationWindowSeconds: ptr[int32](0), MaxStepPercent: 1},
-	}
-	if _, _, err := behaviorConfig(recommend.DefaultConfig(), p); err != nil {
-		t.Errorf("extreme behavior: %v", err)
-	}
-}
-
-func TestMatchPolicy(t *testing.T) {
-	pod := testPod("p", map[string]string{"app": "load"}, rl("50m", ""), nil)
-	older := selectorPolicy("b", v1alpha1.UpdateModeInPlace)
-	older.CreationTimestamp = metav1.NewTime(time.Unix(100, 0))
-	newer := selectorPolicy("a", v1alpha1.UpdateModeInPlace)
-	newer.CreationTimestamp = metav1.NewTime(time.Unix(200, 0))
-	deploy := &v1alpha1.SnugPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: "d", Namespace: "ns"},
-		Spec:       v1alpha1.SnugPolicySpec{TargetRef: &v1alpha1.CrossVersionObjectReference{Kind: "Deployment", Name: "web"}},
-	}
-	otherNS := selectorPolicy("x", v1alpha1.UpdateModeInPlace)
-	otherNS.Namespace = "other"
-	if got := matchPolicy([]*v1alpha1.SnugPolicy{newer, older, otherNS}, pod, workload{}); got != older {
-		t.Errorf("got %v, want the older policy", got)
-	}
-	if got := matchPolicy([]*v1alpha1.SnugPolicy{deploy}, pod, workload{"Deployment", "web"}); got != deploy {
-		t.Errorf("got %v, want the Deployment's policy", got)
-	}
-	if got := matchPolicy([]*v1alpha1.SnugPolicy{deploy, otherNS}, pod, workload{"Deployment", "api"}); got != nil {
-		t.Errorf("got %v, want none", got)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/snug-dev/snug/api/v1alpha1"
 	"github.com/snug-dev/snug/internal/recommend"
 	"github.com/snug-dev/snug/internal/resize"
 )
@@ -130,33 +131,63 @@ func planTargets(p *resize.Plan) map[string]ResourcesJSON {
 	return out
 }
 
-// updateView rebuilds a container's view. Loop goroutine only.
-func (d *Decider) updateView(k key, st *podState, cs *containerState, now time.Time) {
-	rec := cs.rc.Recommendation(now)
-	v := &AutoscaleJSON{
-		Policy: st.policy, UpdateMode: string(st.mode), ContainerMode: containerModeString(cs.rules), DryRun: d.cfg.DryRun,
-		Recommendation:  &RecommendationJSON{CPUMillicores: estimateJSON(rec.CPU), MemoryBytes: estimateJSON(rec.Memory)},
-		LastChange:      cs.lastChange,
-		Resizes:         st.resizes[:len(st.resizes):len(st.resizes)],
-		ResizesLastHour: st.rec.ResizesInLastHour(now),
-		Deferred:        st.deferredView(),
-		Seed:            d.seedView(k),
-	}
-	if !cs.lastTime.IsZero() {
-		dj := decisionJSON(cs.lastTime, cs.last)
-		v.LastDecision = &dj
-	}
-	d.setView(k, v)
+// viewState is what a container's view is built from: values the loop
+// goroutine copies in on every sample without allocating; View builds the
+// JSON from them when asked.
+type viewState struct {
+	policy        string
+	mode          v1alpha1.UpdateMode
+	containerMode string
+	dryRun        bool
+	note          string
+	// hasRec is false for a view with only a note.
+	hasRec          bool
+	rec             recommend.Recommendation
+	last            recommend.Decision
+	lastTime        time.Time
+	lastChange      *DecisionJSON
+	resizes         []ResizeJSON
+	resizesLastHour int
+	deferral        deferral
+	deferred        bool
+	seed            SeedJSON
+	seeded          bool
 }
 
-func (d *Decider) setView(k key, v *AutoscaleJSON) {
+// updateView copies a container's state into its view. Loop goroutine
+// only; allocates only for a container's first view.
+func (d *Decider) updateView(k key, st *podState, cs *containerState, now time.Time) {
+	v := viewState{
+		policy: st.policy, mode: st.mode, containerMode: containerModeString(cs.rules), dryRun: d.cfg.DryRun,
+		hasRec: true, rec: cs.rc.Recommendation(now),
+		last: cs.last, lastTime: cs.lastTime, lastChange: cs.lastChange,
+		resizes:         st.resizes[:len(st.resizes):len(st.resizes)],
+		resizesLastHour: st.rec.ResizesInLastHour(now),
+	}
+	if st.deferral != nil {
+		v.deferral, v.deferred = *st.deferral, true
+	}
+	if d.ckpt != nil {
+		v.seed, v.seeded = d.ckpt.seeds[k]
+	}
+	d.setView(k, &v)
+}
+
+// setView sets a container's view to v (nil: none), copying it into the
+// container's slot.
+func (d *Decider) setView(k key, v *viewState) {
 	d.viewMu.Lock()
 	defer d.viewMu.Unlock()
 	if v == nil {
 		delete(d.views, k)
 		return
 	}
-	d.views[k] = v
+	if slot, ok := d.views[k]; ok {
+		*slot = *v
+		return
+	}
+	slot := *v
+	d.views[k] = &slot
 }
 
 func (d *Decider) dropViews(uid types.UID) {
@@ -170,9 +201,31 @@ func (d *Decider) dropViews(uid types.UID) {
 }
 
 // View returns the decision step's view of a container, or nil if no
-// policy covers it. The result must not be modified.
+// policy covers it. Each call builds a fresh value.
 func (d *Decider) View(uid types.UID, container string) *AutoscaleJSON {
 	d.viewMu.RLock()
 	defer d.viewMu.RUnlock()
-	return d.views[key{uid, container}]
+	v, ok := d.views[key{uid, container}]
+	if !ok {
+		return nil
+	}
+	out := &AutoscaleJSON{
+		Policy: v.policy, UpdateMode: string(v.mode), ContainerMode: v.containerMode, DryRun: v.dryRun, Note: v.note,
+		LastChange: v.lastChange, Resizes: v.resizes, ResizesLastHour: v.resizesLastHour,
+	}
+	if v.hasRec {
+		out.Recommendation = &RecommendationJSON{CPUMillicores: estimateJSON(v.rec.CPU), MemoryBytes: estimateJSON(v.rec.Memory)}
+	}
+	if !v.lastTime.IsZero() {
+		dj := decisionJSON(v.lastTime, v.last)
+		out.LastDecision = &dj
+	}
+	if v.deferred {
+		out.Deferred = v.deferral.view()
+	}
+	if v.seeded {
+		s := v.seed
+		out.Seed = &s
+	}
+	return out
 }

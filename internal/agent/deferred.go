@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/snug-dev/snug/api/v1alpha1"
+	"github.com/snug-dev/snug/internal/policy"
 	"github.com/snug-dev/snug/internal/resize"
 )
 
@@ -41,31 +42,14 @@ type deferredRules struct {
 	after  time.Duration
 }
 
-// deferredRulesOf reads behavior.deferred, with the schema's defaults
-// (FitToNode after 30 s) for absent fields.
+// deferredRulesOf reads behavior.deferred (policy.DeferredOf).
 func deferredRulesOf(p *v1alpha1.SnugPolicy) deferredRules {
-	r := deferredRules{action: v1alpha1.DeferredActionFitToNode, after: 30 * time.Second}
-	if b := p.Spec.Behavior; b != nil && b.Deferred != nil {
-		if b.Deferred.Action != "" {
-			r.action = b.Deferred.Action
-		}
-		if b.Deferred.AfterSeconds != nil {
-			r.after = time.Duration(*b.Deferred.AfterSeconds) * time.Second
-		}
-	}
-	return r
+	r := policy.DeferredOf(p)
+	return deferredRules{action: r.Action, after: r.After}
 }
 
-// deferredSince returns when the pod's resize became Deferred (its
-// PodResizePending condition with reason Deferred) and whether it is.
-func deferredSince(pod *corev1.Pod) (time.Time, bool) {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodResizePending && c.Status == corev1.ConditionTrue && c.Reason == corev1.PodReasonDeferred {
-			return c.LastTransitionTime.Time, true
-		}
-	}
-	return time.Time{}, false
-}
+// deferredSince is policy.DeferredSince.
+func deferredSince(pod *corev1.Pod) (time.Time, bool) { return policy.DeferredSince(pod) }
 
 // deferredStep is what to do about a pod's Deferred resize now.
 type deferredStep uint8
@@ -129,18 +113,6 @@ type fitResult struct {
 	summary string
 }
 
-// controlledNames are the resources the rules let the agent change.
-func (r containerRules) controlledNames() []corev1.ResourceName {
-	var out []corev1.ResourceName
-	if !r.Bounds.IgnoreCPU {
-		out = append(out, corev1.ResourceCPU)
-	}
-	if !r.Bounds.IgnoreMemory {
-		out = append(out, corev1.ResourceMemory)
-	}
-	return out
-}
-
 // fitToNode works out how far a Deferred pod's pending resize fits on its
 // node now, and the patch that sets the pending values to that. It plans
 // the pending values as a resize of the pod as it actually runs, with
@@ -166,7 +138,7 @@ func fitToNode(in fitInput) (fitResult, error) {
 		pending := c.Resources.DeepCopy()
 		w := resize.ContainerWish{Name: c.Name, Requests: corev1.ResourceList{}, Limits: corev1.ResourceList{}}
 		changed := false
-		for _, r := range rules.controlledNames() {
+		for _, r := range rules.ControlledNames() {
 			changed = setTo(&c.Resources, st.Resources, r) || changed
 			if q, ok := pending.Requests[r]; ok {
 				w.Requests[r] = q
@@ -340,12 +312,9 @@ type DeferredJSON struct {
 	AfterSeconds int64 `json:"afterSeconds"`
 }
 
-// deferredView is the JSON form of the pod's deferral, or nil.
-func (st *podState) deferredView() *DeferredJSON {
-	if st.deferral == nil {
-		return nil
-	}
-	return &DeferredJSON{Since: st.deferral.since, Action: string(st.deferral.rules.action), AfterSeconds: int64(st.deferral.rules.after / time.Second)}
+// view is the JSON form of the deferral.
+func (df deferral) view() *DeferredJSON {
+	return &DeferredJSON{Since: df.since, Action: string(df.rules.action), AfterSeconds: int64(df.rules.after / time.Second)}
 }
 
 // handleDeferred applies behavior.deferred to a pod whose resize the

@@ -16,6 +16,7 @@ import (
 
 	"github.com/snug-dev/snug/api/v1alpha1"
 	"github.com/snug-dev/snug/internal/cgroup"
+	"github.com/snug-dev/snug/internal/policy"
 	"github.com/snug-dev/snug/internal/resize"
 )
 
@@ -51,17 +52,6 @@ func TestNextDeferredStep(t *testing.T) {
 				t.Errorf("step %d, want %d", got, tc.want)
 			}
 		})
-	}
-}
-
-func TestDeferredRulesOf(t *testing.T) {
-	p := selectorPolicy("pol", v1alpha1.UpdateModeInPlace)
-	if got := deferredRulesOf(p); got != (deferredRules{v1alpha1.DeferredActionFitToNode, 30 * time.Second}) {
-		t.Errorf("defaults %+v", got)
-	}
-	p.Spec.Behavior = &v1alpha1.Behavior{Deferred: &v1alpha1.DeferredBehavior{Action: v1alpha1.DeferredActionWait, AfterSeconds: ptr[int32](0)}}
-	if got := deferredRulesOf(p); got != (deferredRules{v1alpha1.DeferredActionWait, 0}) {
-		t.Errorf("wait, 0: %+v", got)
 	}
 }
 
@@ -121,8 +111,8 @@ func applyPatch(t *testing.T, pod *corev1.Pod, patch []byte) corev1.ResourceRequ
 func TestFitToNode(t *testing.T) {
 	now := time.Now()
 	both := containerRules{}
-	noCPU := containerRules{Bounds: rulesFor(v1alpha1.ContainerResourcePolicy{}, []corev1.ResourceName{corev1.ResourceCPU}).Bounds}
-	noMemory := containerRules{Bounds: rulesFor(v1alpha1.ContainerResourcePolicy{}, []corev1.ResourceName{corev1.ResourceMemory}).Bounds}
+	noCPU := containerRules{Bounds: policy.RulesFor(v1alpha1.ContainerResourcePolicy{}, []corev1.ResourceName{corev1.ResourceCPU}).Bounds}
+	noMemory := containerRules{Bounds: policy.RulesFor(v1alpha1.ContainerResourcePolicy{}, []corev1.ResourceName{corev1.ResourceMemory}).Bounds}
 	guaranteed := func() *corev1.Pod {
 		return deferredPod("g", now, rl("700m", "128Mi"), rl("700m", "128Mi"), rl("250m", "128Mi"), rl("250m", "128Mi"))
 	}
@@ -275,35 +265,6 @@ func TestDeciderFitsADeferredResize(t *testing.T) {
 			}
 			if !strings.Contains(r.Plan, "cpu 700m/700m -> 650m/650m") {
 				t.Errorf("plan %q", r.Plan)
-			}
-		})
-	}
-}
-
-// TestRulesForUncontrolled: resources in the policy's
-// status.uncontrolledResources are never resized.
-func TestRulesForUncontrolled(t *testing.T) {
-	cpu, mem := corev1.ResourceCPU, corev1.ResourceMemory
-	for _, tc := range []struct {
-		name                string
-		controlled          []corev1.ResourceName
-		uncontrolled        []corev1.ResourceName
-		ignoreCPU, ignoreMe bool
-		policy              []corev1.ResourceName
-	}{
-		{"none", nil, nil, false, false, nil},
-		{"cpu", nil, []corev1.ResourceName{cpu}, true, false, []corev1.ResourceName{mem}},
-		{"both", nil, []corev1.ResourceName{cpu, mem}, true, true, []corev1.ResourceName{}},
-		{"memory of a cpu-only container", []corev1.ResourceName{cpu}, []corev1.ResourceName{mem}, false, true, []corev1.ResourceName{cpu}},
-		{"the only controlled one", []corev1.ResourceName{mem}, []corev1.ResourceName{mem}, true, true, []corev1.ResourceName{}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			r := rulesFor(v1alpha1.ContainerResourcePolicy{ControlledResources: tc.controlled}, tc.uncontrolled)
-			if r.Bounds.IgnoreCPU != tc.ignoreCPU || r.Bounds.IgnoreMemory != tc.ignoreMe {
-				t.Errorf("bounds %+v, want ignore cpu %v memory %v", r.Bounds, tc.ignoreCPU, tc.ignoreMe)
-			}
-			if diff := cmp.Diff(tc.policy, r.Policy.ControlledResources); diff != "" || (tc.policy != nil) != (r.Policy.ControlledResources != nil) {
-				t.Errorf("planner's controlled resources (-want +got):\n%s", diff)
 			}
 		})
 	}

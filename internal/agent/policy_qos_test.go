@@ -12,25 +12,6 @@ import (
 	"github.com/snug-dev/snug/internal/resize"
 )
 
-// TestRulesForPodGuaranteed: under RequestsOnly a Guaranteed container's
-// limit follows its request, so the recommender must not hold it fixed;
-// other classes keep RequestsOnly as written.
-func TestRulesForPodGuaranteed(t *testing.T) {
-	cp := v1alpha1.ContainerResourcePolicy{ContainerName: "app", ControlledValues: v1alpha1.ContainerControlledValuesRequestsOnly}
-	for qos, wantFixed := range map[corev1.PodQOSClass]bool{
-		corev1.PodQOSGuaranteed: false,
-		corev1.PodQOSBurstable:  true,
-	} {
-		r := rulesForPod(cp, nil, qos)
-		if r.Bounds.RequestsOnly != wantFixed {
-			t.Errorf("%s: Bounds.RequestsOnly = %v, want %v", qos, r.Bounds.RequestsOnly, wantFixed)
-		}
-		if r.Policy.ControlledValues != resize.RequestsOnly {
-			t.Errorf("%s: planner policy %s, want RequestsOnly (the planner moves a Guaranteed limit itself)", qos, r.Policy.ControlledValues)
-		}
-	}
-}
-
 // TestDeciderGrowsAGuaranteedRequestsOnlyContainer is the field report's
 // wall 4 in the decision step: a Guaranteed container under RequestsOnly,
 // throttled at its limit, is grown with its limit and stays Guaranteed.

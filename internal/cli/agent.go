@@ -256,7 +256,7 @@ func startDecider(ctx context.Context, log logr.Logger, o *agentOptions, a *agen
 	cfg := recommend.DefaultConfig()
 	cfg.CPUHalfLife = o.CPUHalfLife
 	d, err := a.Decide(agent.DeciderConfig{
-		Pods: pods, Node: node, Policies: policies, Client: client,
+		Pods: pods, Node: node, Policies: policies,
 		ResizeClient: client.CoreV1(), DryRun: o.DryRun,
 		Recorder:  b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "snug-agent", Host: o.Node}),
 		Recommend: cfg,

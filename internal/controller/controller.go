@@ -38,6 +38,7 @@ import (
 	"github.com/snug-dev/snug/api/v1alpha1"
 	policyclient "github.com/snug-dev/snug/api/v1alpha1/client"
 	"github.com/snug-dev/snug/internal/history"
+	"github.com/snug-dev/snug/internal/policy"
 )
 
 // Config tunes a Controller. The zero value of a field means its default.
@@ -80,6 +81,8 @@ type Controller struct {
 	recorder record.EventRecorder
 	metrics  *Metrics
 	queue    workqueue.TypedRateLimitingInterface[string]
+	// statuses writes policies' status: pc's, or a test's.
+	statuses func(namespace string) statusWriter
 
 	factory     informers.SharedInformerFactory
 	cmFactory   informers.SharedInformerFactory
@@ -102,6 +105,11 @@ type Controller struct {
 	// older than the eviction never evicts a second pod (nor the same one
 	// twice).
 	evicting map[types.UID]evictionMark
+}
+
+// statusWriter writes a policy's status subresource.
+type statusWriter interface {
+	UpdateStatus(ctx context.Context, p *v1alpha1.SnugPolicy, o metav1.UpdateOptions) (*v1alpha1.SnugPolicy, error)
 }
 
 // evictionMark is one eviction not yet seen in the cache.
@@ -137,6 +145,7 @@ func New(cs kubernetes.Interface, pc *policyclient.Client, recorder record.Event
 		lastWrites: map[string]time.Time{},
 		evicting:   map[types.UID]evictionMark{},
 	}
+	c.statuses = func(ns string) statusWriter { return pc.SnugPolicies(ns) }
 	cms := c.cmFactory.Core().V1().ConfigMaps()
 	c.checkpoints = cms.Lister()
 	c.synced = append(c.synced, cms.Informer().HasSynced)
@@ -273,12 +282,9 @@ func (c *Controller) onPod(old, cur metav1.Object) {
 		}
 	}
 	c.enqueueNamespace(ns, func(p *v1alpha1.SnugPolicy) bool {
-		if p.Status.Selector == "" {
-			return true
-		}
-		sel, err := labels.Parse(p.Status.Selector)
-		if err != nil {
-			return true
+		sel, ok := policy.Selector(p)
+		if !ok {
+			return true // not resolved yet: resolving may select it
 		}
 		return slices.ContainsFunc(sets, func(s labels.Set) bool { return sel.Matches(s) })
 	})
@@ -363,7 +369,7 @@ func (c *Controller) reconcile(ctx context.Context, k string) (time.Duration, er
 	}
 	obj, exists, err := c.policyInf.GetIndexer().GetByKey(k)
 	if err != nil {
-		return 0, fmt.Errorf("reading policy from cache: %w", err)
+		return 0, fmt.Errorf("reading p from cache: %w", err)
 	}
 	if !exists {
 		c.metrics.forget(ns, name)
@@ -372,12 +378,12 @@ func (c *Controller) reconcile(ctx context.Context, k string) (time.Duration, er
 		c.mu.Unlock()
 		return 0, nil // the checkpoint goes with its owner reference
 	}
-	policy := obj.(*v1alpha1.SnugPolicy)
-	log := klog.FromContext(ctx).WithValues("policy", klog.KObj(policy))
+	p := obj.(*v1alpha1.SnugPolicy)
+	log := klog.FromContext(ctx).WithValues("policy", klog.KObj(p))
 	ctx = klog.NewContext(ctx, log)
 	now := c.cfg.Clock.Now()
 
-	target, sel := c.resolve(policy)
+	target, sel := c.resolve(p)
 	var pods []*corev1.Pod
 	var ov overlap
 	if sel != nil {
@@ -388,27 +394,27 @@ func (c *Controller) reconcile(ctx context.Context, k string) (time.Duration, er
 		all = slices.DeleteFunc(all, func(p *corev1.Pod) bool {
 			return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
 		})
-		pods, ov = findOverlap(peer{name: policy.Name, created: policy.CreationTimestamp.Time, sel: sel}, c.peers(ns), all)
+		pods, ov = findOverlap(peer{name: p.Name, created: p.CreationTimestamp.Time, sel: sel}, c.peers(ns), all)
 	}
 	hpaList, err := c.hpas.HorizontalPodAutoscalers(ns).List(labels.Everything())
 	if err != nil {
 		return 0, fmt.Errorf("listing horizontal pod autoscalers: %w", err)
 	}
-	hpa := hpaResources(policy.Spec.TargetRef, hpaList)
+	hpa := hpaResources(p.Spec.TargetRef, hpaList)
 
-	status := *policy.Status.DeepCopy()
-	status.ObservedGeneration = policy.Generation
+	status := *p.Status.DeepCopy()
+	status.ObservedGeneration = p.Generation
 	status.Selector = target.selector
 	status.UncontrolledResources = uncontrolled(hpa)
 
 	requeue := c.cfg.ResyncInterval
 	if sel != nil {
-		rec, after, err := c.history(ctx, policy, pods, status.UncontrolledResources, now)
+		rec, after, err := c.history(ctx, p, pods, status.UncontrolledResources, now)
 		switch {
 		case apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err):
 			return 0, err
 		case err != nil:
-			c.recorder.Eventf(policy, corev1.EventTypeWarning, EventCheckpointFailed, "keeping learnt history: %v", err)
+			c.recorder.Eventf(p, corev1.EventTypeWarning, EventCheckpointFailed, "keeping learnt history: %v", err)
 			log.Error(err, "keeping learnt history")
 		default:
 			status.Recommendation = rec
@@ -416,18 +422,18 @@ func (c *Controller) reconcile(ctx context.Context, k string) (time.Duration, er
 		if after > 0 && after < requeue {
 			requeue = after
 		}
-		if after := c.evictDeferred(ctx, policy, pods, now); after > 0 && after < requeue {
+		if after := c.evictDeferred(ctx, p, pods, now); after > 0 && after < requeue {
 			requeue = after
 		}
 	}
 
 	want := conditionsFor(observation{
-		mode: rulesOf(&policy.Spec).mode, target: target, pods: len(pods), overlap: ov, hpa: hpa,
+		mode: policy.UpdateMode(p), target: target, pods: len(pods), overlap: ov, hpa: hpa,
 		recommendation: status.Recommendation != nil,
 	})
-	status.Conditions = mergeConditions(status.Conditions, want, policy.Generation, now)
-	for _, e := range conditionEvents(policy.Status.Conditions, status.Conditions) {
-		c.recorder.Event(policy, corev1.EventTypeWarning, e.reason, e.message)
+	status.Conditions = mergeConditions(status.Conditions, want, p.Generation, now)
+	for _, e := range conditionEvents(p.Status.Conditions, status.Conditions) {
+		c.recorder.Event(p, corev1.EventTypeWarning, e.reason, e.message)
 	}
 	c.metrics.pods.WithLabelValues(ns, name).Set(float64(len(pods)))
 	for _, cond := range status.Conditions {
@@ -438,12 +444,12 @@ func (c *Controller) reconcile(ctx context.Context, k string) (time.Duration, er
 		c.metrics.conditions.WithLabelValues(ns, name, cond.Type).Set(v)
 	}
 
-	if equality.Semantic.DeepEqual(policy.Status, status) {
+	if equality.Semantic.DeepEqual(p.Status, status) {
 		return requeue, nil
 	}
-	updated := policy.DeepCopy()
+	updated := p.DeepCopy()
 	updated.Status = status
-	if _, err := c.pc.SnugPolicies(ns).UpdateStatus(ctx, updated, metav1.UpdateOptions{}); err != nil {
+	if _, err := c.statuses(ns).UpdateStatus(ctx, updated, metav1.UpdateOptions{}); err != nil {
 		return 0, fmt.Errorf("updating status: %w", err)
 	}
 	log.V(1).Info("status updated", "selector", status.Selector, "pods", len(pods))
@@ -498,16 +504,14 @@ func (c *Controller) workload(ns, kind, name string) (runtime.Object, error) {
 	}
 }
 
-// peers returns the namespace's policies with the selectors their status
-// gives.
+// peers returns the namespace's policies with their selectors as
+// policy.Selector gives them, the ones the agents match pods with.
 func (c *Controller) peers(ns string) []peer {
 	var out []peer
 	for _, p := range c.policiesIn(ns) {
 		q := peer{name: p.Name, created: p.CreationTimestamp.Time}
-		if p.Status.Selector != "" {
-			if sel, err := labels.Parse(p.Status.Selector); err == nil {
-				q.sel = sel
-			}
+		if sel, ok := policy.Selector(p); ok {
+			q.sel = sel
 		}
 		out = append(out, q)
 	}
@@ -519,7 +523,7 @@ func (c *Controller) peers(ns string) []peer {
 // a skipped write is due.
 func (c *Controller) history(ctx context.Context, p *v1alpha1.SnugPolicy, pods []*corev1.Pod, uncontrolledRes []corev1.ResourceName, now time.Time) (*v1alpha1.RecommendedPodResources, time.Duration, error) {
 	log := klog.FromContext(ctx)
-	cfg := recommendConfig(&p.Spec)
+	cfg := policy.HistoryConfig(p)
 	cms := c.cs.CoreV1().ConfigMaps(p.Namespace)
 	// From the cache: a cache behind our last write makes the write below
 	// fail on its resourceVersion (or on AlreadyExists), never merge twice.
@@ -552,7 +556,7 @@ func (c *Controller) history(ctx context.Context, p *v1alpha1.SnugPolicy, pods [
 	if err != nil {
 		log.V(1).Info("some snapshots did not fold", "err", err.Error())
 	}
-	rec, err := recommendationFor(cfg, &p.Spec, uncontrolledRes, total, now)
+	rec, err := recommendationFor(cfg, p, uncontrolledRes, total, now)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -635,10 +639,10 @@ func (c *Controller) evictionPending(key string, pods []*corev1.Pod, now time.Ti
 // evictDeferred evicts at most one pod whose resize stayed Deferred, as the
 // policy allows, and returns when a deferral will be old enough (0: none).
 func (c *Controller) evictDeferred(ctx context.Context, p *v1alpha1.SnugPolicy, pods []*corev1.Pod, now time.Time) time.Duration {
-	rules := rulesOf(&p.Spec)
-	if rules.mode != v1alpha1.UpdateModeInPlaceOrRecreate || rules.action != v1alpha1.DeferredActionEvict {
+	if !policy.Evicts(p) {
 		return 0
 	}
+	rules := rulesOf(p)
 	log := klog.FromContext(ctx)
 	key := p.Namespace + "/" + p.Name
 	if c.evictionPending(key, pods, now) {
@@ -651,7 +655,7 @@ func (c *Controller) evictDeferred(ctx context.Context, p *v1alpha1.SnugPolicy, 
 			soonest = v.recheckAfter
 		}
 		if !v.evict {
-			if _, deferred := deferredSince(pod); deferred {
+			if _, deferred := policy.DeferredSince(pod); deferred {
 				log.V(1).Info("not evicting", "pod", klog.KObj(pod), "why", v.why)
 			}
 			continue

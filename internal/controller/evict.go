@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/snug-dev/snug/api/v1alpha1"
+	"github.com/snug-dev/snug/internal/policy"
 )
 
 // evictRules is what a policy says about evicting for a Deferred resize.
@@ -23,27 +24,11 @@ type evictRules struct {
 	minReplicas  int32
 }
 
-// rulesOf reads the eviction rules from a (defaulted) policy spec; absent
-// fields take the schema's defaults.
-func rulesOf(spec *v1alpha1.SnugPolicySpec) evictRules {
-	r := evictRules{mode: v1alpha1.UpdateModeInPlace, action: v1alpha1.DeferredActionFitToNode, afterSeconds: 30, minReplicas: 2}
-	if u := spec.UpdatePolicy; u != nil {
-		if u.UpdateMode != "" {
-			r.mode = u.UpdateMode
-		}
-		if u.MinReplicas != nil {
-			r.minReplicas = *u.MinReplicas
-		}
-	}
-	if b := spec.Behavior; b != nil && b.Deferred != nil {
-		if b.Deferred.Action != "" {
-			r.action = b.Deferred.Action
-		}
-		if b.Deferred.AfterSeconds != nil {
-			r.afterSeconds = *b.Deferred.AfterSeconds
-		}
-	}
-	return r
+// rulesOf reads the eviction rules of a policy through internal/policy
+// (the agent's reading and defaults).
+func rulesOf(p *v1alpha1.SnugPolicy) evictRules {
+	d := policy.DeferredOf(p)
+	return evictRules{mode: policy.UpdateMode(p), action: d.Action, afterSeconds: int32(d.After / time.Second), minReplicas: policy.MinReplicas(p)}
 }
 
 // verdict is the answer of mayEvict.
@@ -56,17 +41,6 @@ type verdict struct {
 	// recheckAfter, when positive, is when the answer may change by time
 	// alone (the deferral ages).
 	recheckAfter time.Duration
-}
-
-// deferredSince returns when the pod's resize became Deferred, from its
-// PodResizePending condition, and whether it is Deferred at all.
-func deferredSince(pod *corev1.Pod) (time.Time, bool) {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodResizePending && c.Status == corev1.ConditionTrue && c.Reason == corev1.PodReasonDeferred {
-			return c.LastTransitionTime.Time, true
-		}
-	}
-	return time.Time{}, false
 }
 
 // podReady reports whether the pod is Ready and not being deleted.
@@ -97,7 +71,7 @@ func mayEvict(r evictRules, pod *corev1.Pod, pods []*corev1.Pod, now time.Time) 
 	if pod.DeletionTimestamp != nil {
 		return verdict{why: "the pod is being deleted"}
 	}
-	since, ok := deferredSince(pod)
+	since, ok := policy.DeferredSince(pod)
 	if !ok {
 		return verdict{why: "the pod has no deferred resize"}
 	}

@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/snug-dev/snug/api/v1alpha1"
+	tb "github.com/snug-dev/snug/internal/testbuild"
 )
 
 func TestMayEvict(t *testing.T) {
@@ -18,8 +19,8 @@ func TestMayEvict(t *testing.T) {
 	old := t0                            // deferred 60s ago
 	recent := now.Add(-10 * time.Second) // deferred 10s ago
 	l := map[string]string{"app": "web"}
-	deferredOld := newPod("a", l).ready().deferredSince(old).get()
-	sibling := newPod("b", l).ready().get()
+	deferredOld := tb.Pod("a").LabelSet(l).Ready().DeferredSince(old).Get()
+	sibling := tb.Pod("b").LabelSet(l).Ready().Get()
 	tests := []struct {
 		name      string
 		rules     evictRules
@@ -30,21 +31,21 @@ func TestMayEvict(t *testing.T) {
 	}{
 		{"deferred long enough, two ready", evict, deferredOld, []*corev1.Pod{deferredOld, sibling}, true, 0},
 		{"deferred too shortly: recheck when due", evict,
-			newPod("a", l).ready().deferredSince(recent).get(), []*corev1.Pod{sibling}, false, 20 * time.Second},
-		{"exactly afterSeconds", evict, newPod("a", l).ready().deferredSince(now.Add(-30 * time.Second)).get(), []*corev1.Pod{sibling, sibling}, true, 0},
+			tb.Pod("a").LabelSet(l).Ready().DeferredSince(recent).Get(), []*corev1.Pod{sibling}, false, 20 * time.Second},
+		{"exactly afterSeconds", evict, tb.Pod("a").LabelSet(l).Ready().DeferredSince(now.Add(-30 * time.Second)).Get(), []*corev1.Pod{sibling, sibling}, true, 0},
 		{"mode InPlace never evicts", evictRules{mode: v1alpha1.UpdateModeInPlace, action: v1alpha1.DeferredActionEvict, afterSeconds: 30, minReplicas: 1},
 			deferredOld, []*corev1.Pod{deferredOld, sibling}, false, 0},
 		{"action FitToNode never evicts", evictRules{mode: v1alpha1.UpdateModeInPlaceOrRecreate, action: v1alpha1.DeferredActionFitToNode, afterSeconds: 30, minReplicas: 1},
 			deferredOld, []*corev1.Pod{deferredOld, sibling}, false, 0},
 		{"not deferred", evict, sibling, []*corev1.Pod{deferredOld, sibling}, false, 0},
-		{"infeasible is not deferred", evict, newPod("a", l).ready().infeasible().get(), []*corev1.Pod{sibling, sibling}, false, 0},
-		{"below minReplicas ready", evict, deferredOld, []*corev1.Pod{deferredOld, newPod("b", l).get()}, false, 0},
+		{"infeasible is not deferred", evict, tb.Pod("a").LabelSet(l).Ready().Infeasible().Get(), []*corev1.Pod{sibling, sibling}, false, 0},
+		{"below minReplicas ready", evict, deferredOld, []*corev1.Pod{deferredOld, tb.Pod("b").LabelSet(l).Get()}, false, 0},
 		{"single replica with minReplicas 2", evict, deferredOld, []*corev1.Pod{deferredOld}, false, 0},
 		{"single replica with minReplicas 1", evictRules{mode: v1alpha1.UpdateModeInPlaceOrRecreate, action: v1alpha1.DeferredActionEvict, afterSeconds: 30, minReplicas: 1},
 			deferredOld, []*corev1.Pod{deferredOld}, true, 0},
 		{"another pod is being deleted: one at a time", evict, deferredOld,
-			[]*corev1.Pod{deferredOld, sibling, newPod("c", l).ready().deleting().get()}, false, 0},
-		{"the pod itself is being deleted", evict, newPod("a", l).ready().deferredSince(old).deleting().get(), []*corev1.Pod{sibling, sibling}, false, 0},
+			[]*corev1.Pod{deferredOld, sibling, tb.Pod("c").LabelSet(l).Ready().Deleting().Get()}, false, 0},
+		{"the pod itself is being deleted", evict, tb.Pod("a").LabelSet(l).Ready().DeferredSince(old).Deleting().Get(), []*corev1.Pod{sibling, sibling}, false, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -63,14 +64,14 @@ func TestMayEvict(t *testing.T) {
 }
 
 func TestRulesOf(t *testing.T) {
-	if got, want := rulesOf(&v1alpha1.SnugPolicySpec{}), (evictRules{mode: v1alpha1.UpdateModeInPlace, action: v1alpha1.DeferredActionFitToNode, afterSeconds: 30, minReplicas: 2}); got != want {
+	if got, want := rulesOf(&v1alpha1.SnugPolicy{}), (evictRules{mode: v1alpha1.UpdateModeInPlace, action: v1alpha1.DeferredActionFitToNode, afterSeconds: 30, minReplicas: 2}); got != want {
 		t.Errorf("defaults: %+v, want %+v", got, want)
 	}
 	spec := &v1alpha1.SnugPolicySpec{
 		UpdatePolicy: &v1alpha1.PodUpdatePolicy{UpdateMode: v1alpha1.UpdateModeInPlaceOrRecreate, MinReplicas: ptr.To[int32](1)},
 		Behavior:     &v1alpha1.Behavior{Deferred: &v1alpha1.DeferredBehavior{Action: v1alpha1.DeferredActionEvict, AfterSeconds: ptr.To[int32](0)}},
 	}
-	if got, want := rulesOf(spec), (evictRules{mode: v1alpha1.UpdateModeInPlaceOrRecreate, action: v1alpha1.DeferredActionEvict, afterSeconds: 0, minReplicas: 1}); got != want {
+	if got, want := rulesOf(&v1alpha1.SnugPolicy{Spec: *spec}), (evictRules{mode: v1alpha1.UpdateModeInPlaceOrRecreate, action: v1alpha1.DeferredActionEvict, afterSeconds: 0, minReplicas: 1}); got != want {
 		t.Errorf("set: %+v, want %+v", got, want)
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/snug-dev/snug/api/v1alpha1"
 	"github.com/snug-dev/snug/internal/history"
+	"github.com/snug-dev/snug/internal/policy"
 	"github.com/snug-dev/snug/internal/recommend"
 )
 
@@ -162,71 +163,18 @@ func mergeSnapshot(cfg recommend.Config, into map[string]*recommend.Aggregate, s
 	return errors.Join(errs...)
 }
 
-// containerPolicy returns the policy entry for a container: its own, else
-// "*", else nil.
-func containerPolicy(spec *v1alpha1.SnugPolicySpec, container string) *v1alpha1.ContainerResourcePolicy {
-	if spec.ResourcePolicy == nil {
-		return nil
-	}
-	var star *v1alpha1.ContainerResourcePolicy
-	for i := range spec.ResourcePolicy.ContainerPolicies {
-		p := &spec.ResourcePolicy.ContainerPolicies[i]
-		switch p.ContainerName {
-		case container:
-			return p
-		case "*":
-			star = p
-		}
-	}
-	return star
-}
-
-// boundsFor turns a container's policy into recommend.Bounds, leaving out
-// the resources in uncontrolled.
-func boundsFor(p *v1alpha1.ContainerResourcePolicy, uncontrolled []corev1.ResourceName) recommend.Bounds {
-	var b recommend.Bounds
-	controlled := []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory}
-	if p != nil {
-		if len(p.ControlledResources) > 0 {
-			controlled = p.ControlledResources
-		}
-		b.RequestsOnly = p.ControlledValues == v1alpha1.ContainerControlledValuesRequestsOnly
-		if m := p.MinAllowed; m != nil {
-			if m.CPU != nil {
-				b.MinCPUMillis = m.CPU.MilliValue()
-			}
-			if m.Memory != nil {
-				b.MinMemBytes = m.Memory.Value()
-			}
-		}
-		if m := p.MaxAllowed; m != nil {
-			if m.CPU != nil {
-				b.MaxCPUMillis = m.CPU.MilliValue()
-			}
-			if m.Memory != nil {
-				b.MaxMemBytes = m.Memory.Value()
-			}
-		}
-	}
-	on := func(r corev1.ResourceName) bool {
-		return slices.Contains(controlled, r) && !slices.Contains(uncontrolled, r)
-	}
-	b.IgnoreCPU, b.IgnoreMemory = !on(corev1.ResourceCPU), !on(corev1.ResourceMemory)
-	return b
-}
-
 // recommendationFor computes status.recommendation from the workload
 // aggregates, one entry per container in name order, with each
 // container's bounds. Containers with no samples are left out; nil if none
 // has any.
-func recommendationFor(cfg recommend.Config, spec *v1alpha1.SnugPolicySpec, uncontrolled []corev1.ResourceName, total map[string]*recommend.Aggregate, now time.Time) (*v1alpha1.RecommendedPodResources, error) {
+func recommendationFor(cfg recommend.Config, p *v1alpha1.SnugPolicy, uncontrolled []corev1.ResourceName, total map[string]*recommend.Aggregate, now time.Time) (*v1alpha1.RecommendedPodResources, error) {
 	var out []v1alpha1.RecommendedContainerResources
 	for _, name := range slices.Sorted(maps.Keys(total)) {
 		a := total[name]
 		if a.CPUSeconds == 0 && a.MemorySeconds == 0 {
 			continue
 		}
-		r, err := a.Recommendation(cfg, boundsFor(containerPolicy(spec, name), uncontrolled), now)
+		r, err := a.Recommendation(cfg, policy.LearnBounds(policy.ContainerPolicy(p, name), uncontrolled), now)
 		if err != nil {
 			return nil, fmt.Errorf("recommending for container %s: %w", name, err)
 		}
@@ -248,15 +196,4 @@ func recommendationFor(cfg recommend.Config, spec *v1alpha1.SnugPolicySpec, unco
 		return nil, nil
 	}
 	return &v1alpha1.RecommendedPodResources{ContainerRecommendations: out}, nil
-}
-
-// recommendConfig is the recommender configuration for a policy: the
-// defaults with the policy's memory headroom. The half-lives must stay the
-// agent's, or snapshots would not merge.
-func recommendConfig(spec *v1alpha1.SnugPolicySpec) recommend.Config {
-	cfg := recommend.DefaultConfig()
-	if b := spec.Behavior; b != nil && b.MemoryHeadroomPercent != nil {
-		cfg.MemoryHeadroom = float64(*b.MemoryHeadroomPercent) / 100
-	}
-	return cfg
 }

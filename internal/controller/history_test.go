@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -161,49 +159,6 @@ func TestFoldSkipsBadSnapshots(t *testing.T) {
 	}
 }
 
-func TestBoundsFor(t *testing.T) {
-	q := func(s string) *resource.Quantity { return ptr.To(resource.MustParse(s)) }
-	tests := []struct {
-		name         string
-		p            *v1alpha1.ContainerResourcePolicy
-		uncontrolled []corev1.ResourceName
-		want         recommend.Bounds
-	}{
-		{"no policy", nil, nil, recommend.Bounds{}},
-		{"bounds", &v1alpha1.ContainerResourcePolicy{
-			MinAllowed: &v1alpha1.ResourceAmounts{CPU: q("100m"), Memory: q("64Mi")},
-			MaxAllowed: &v1alpha1.ResourceAmounts{CPU: q("2"), Memory: q("1Gi")},
-		}, nil, recommend.Bounds{MinCPUMillis: 100, MaxCPUMillis: 2000, MinMemBytes: 64 << 20, MaxMemBytes: 1 << 30}},
-		{"requests only, memory only", &v1alpha1.ContainerResourcePolicy{
-			ControlledValues: v1alpha1.ContainerControlledValuesRequestsOnly, ControlledResources: []corev1.ResourceName{corev1.ResourceMemory},
-		}, nil, recommend.Bounds{RequestsOnly: true, IgnoreCPU: true}},
-		{"hpa takes cpu", &v1alpha1.ContainerResourcePolicy{}, []corev1.ResourceName{corev1.ResourceCPU}, recommend.Bounds{IgnoreCPU: true}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if diff := cmp.Diff(tt.want, boundsFor(tt.p, tt.uncontrolled)); diff != "" {
-				t.Errorf("bounds (-want +got):\n%s", diff)
-			}
-		})
-	}
-}
-
-func TestContainerPolicy(t *testing.T) {
-	spec := &v1alpha1.SnugPolicySpec{ResourcePolicy: &v1alpha1.PodResourcePolicy{ContainerPolicies: []v1alpha1.ContainerResourcePolicy{
-		{ContainerName: "*", Mode: v1alpha1.ContainerScalingModeAuto},
-		{ContainerName: "side", Mode: v1alpha1.ContainerScalingModeOff},
-	}}}
-	if p := containerPolicy(spec, "side"); p == nil || p.ContainerName != "side" {
-		t.Errorf("side got %v", p)
-	}
-	if p := containerPolicy(spec, "app"); p == nil || p.ContainerName != "*" {
-		t.Errorf("app got %v", p)
-	}
-	if p := containerPolicy(&v1alpha1.SnugPolicySpec{}, "app"); p != nil {
-		t.Errorf("no resource policy got %v", p)
-	}
-}
-
 func TestRecommendationFor(t *testing.T) {
 	cfg := recommend.DefaultConfig()
 	_, total, err := fold(cfg, checkpoint{}, map[types.UID]history.Snapshot{
@@ -215,7 +170,7 @@ func TestRecommendationFor(t *testing.T) {
 	spec := &v1alpha1.SnugPolicySpec{ResourcePolicy: &v1alpha1.PodResourcePolicy{ContainerPolicies: []v1alpha1.ContainerResourcePolicy{{
 		ContainerName: "*", MaxAllowed: &v1alpha1.ResourceAmounts{CPU: ptr.To(resource.MustParse("200m"))},
 	}}}}
-	rec, err := recommendationFor(cfg, spec, nil, total, t0)
+	rec, err := recommendationFor(cfg, &v1alpha1.SnugPolicy{Spec: *spec}, nil, total, t0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,7 +191,7 @@ func TestRecommendationFor(t *testing.T) {
 	if r.LowerBound.Cpu().Cmp(*r.UpperBound.Cpu()) > 0 {
 		t.Errorf("lowerBound %s above upperBound %s", r.LowerBound.Cpu(), r.UpperBound.Cpu())
 	}
-	empty, err := recommendationFor(cfg, spec, nil, map[string]*recommend.Aggregate{"app": recommend.NewAggregate(cfg)}, t0)
+	empty, err := recommendationFor(cfg, &v1alpha1.SnugPolicy{Spec: *spec}, nil, map[string]*recommend.Aggregate{"app": recommend.NewAggregate(cfg)}, t0)
 	if err != nil || empty != nil {
 		t.Errorf("no samples: %+v, %v; want nil", empty, err)
 	}

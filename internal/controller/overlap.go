@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/snug-dev/snug/api/v1alpha1"
+	"github.com/snug-dev/snug/internal/policy"
 )
 
 // peer is a policy as overlap detection sees it.
@@ -21,13 +22,9 @@ type peer struct {
 	sel labels.Selector
 }
 
-// olderThan orders policies: the earlier creation time first, then the
-// smaller name, so that exactly one of two policies is older.
+// olderThan orders policies as policy.Older, the agents' order.
 func (p peer) olderThan(q peer) bool {
-	if !p.created.Equal(q.created) {
-		return p.created.Before(q.created)
-	}
-	return p.name < q.name
+	return policy.OlderThan(metav1.NewTime(p.created), p.name, metav1.NewTime(q.created), q.name)
 }
 
 // overlap names the other policies that select some of a policy's pods.

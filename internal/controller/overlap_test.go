@@ -11,15 +11,17 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/snug-dev/snug/api/v1alpha1"
+	"github.com/snug-dev/snug/internal/policy"
+	tb "github.com/snug-dev/snug/internal/testbuild"
 )
 
 func TestFindOverlap(t *testing.T) {
 	web := labels.SelectorFromSet(labels.Set{"app": "web"})
 	canary := labels.SelectorFromSet(labels.Set{"track": "canary"})
 	pods := []*corev1.Pod{
-		newPod("web-1", map[string]string{"app": "web"}).get(),
-		newPod("web-2", map[string]string{"app": "web", "track": "canary"}).get(),
-		newPod("api-1", map[string]string{"app": "api", "track": "canary"}).get(),
+		tb.Pod("web-1").LabelSet(map[string]string{"app": "web"}).Get(),
+		tb.Pod("web-2").LabelSet(map[string]string{"app": "web", "track": "canary"}).Get(),
+		tb.Pod("api-1").LabelSet(map[string]string{"app": "api", "track": "canary"}).Get(),
 	}
 	older := peer{name: "old", created: t0, sel: canary}
 	self := peer{name: "self", created: t0.Add(time.Hour), sel: web}
@@ -69,7 +71,7 @@ func TestOverlapBothSidesSayIt(t *testing.T) {
 	sel := labels.SelectorFromSet(labels.Set{"app": "web"})
 	a := peer{name: "a", created: t0, sel: sel}
 	b := peer{name: "b", created: t0.Add(time.Second), sel: sel}
-	pods := []*corev1.Pod{newPod("p", map[string]string{"app": "web"}).get()}
+	pods := []*corev1.Pod{tb.Pod("p").LabelSet(map[string]string{"app": "web"}).Get()}
 	govA, oa := findOverlap(a, []peer{a, b}, pods)
 	govB, ob := findOverlap(b, []peer{a, b}, pods)
 	if len(govA) != 1 || len(govB) != 0 {
@@ -88,3 +90,44 @@ func TestOverlapBothSidesSayIt(t *testing.T) {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+// TestOverlapAgreesWithMatch: the pods findOverlap gives a policy are
+// exactly those policy.Match (the agents' matcher) binds to it.
+func TestOverlapAgreesWithMatch(t *testing.T) {
+	policies := []*v1alpha1.SnugPolicy{
+		tb.Policy("web").Selector("app", "web").Created(t0.Add(time.Hour)).Get(),
+		tb.Policy("canary").Selector("track", "canary").Get(),
+		tb.Policy("target").Target("Deployment", "web").StatusSelector("app=web,track=canary").Created(t0.Add(-time.Hour)).Get(),
+		tb.Policy("same-time").Selector("app", "web").Created(t0.Add(time.Hour)).Get(),
+		tb.Policy("unresolved").Target("Deployment", "api").Created(t0.Add(-2 * time.Hour)).Get(),
+	}
+	pods := []*corev1.Pod{
+		tb.Pod("web-1").Labels("app", "web").Get(),
+		tb.Pod("web-2").Labels("app", "web", "track", "canary").Get(),
+		tb.Pod("api-1").Labels("app", "api", "track", "canary").Get(),
+		tb.Pod("bare").Get(),
+	}
+	var peers []peer
+	for _, p := range policies {
+		q := peer{name: p.Name, created: p.CreationTimestamp.Time}
+		if sel, ok := policy.Selector(p); ok {
+			q.sel = sel
+		}
+		peers = append(peers, q)
+	}
+	for i, p := range policies {
+		governed, _ := findOverlap(peers[i], peers, pods)
+		var got, want []string
+		for _, pod := range governed {
+			got = append(got, pod.Name)
+		}
+		for _, pod := range pods {
+			if policy.Match(policies, pod) == p {
+				want = append(want, pod.Name)
+			}
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("policy %s: pods by Match (-) and by findOverlap (+):\n%s", p.Name, diff)
+		}
+	}
+}

@@ -44,6 +44,9 @@ const stabilizationSeconds = 30
 // showing the new resources.
 func TestAutoscale(t *testing.T) {
 	pc := installPolicyCRD(t)
+	// The agent covers a targetRef policy's pods through the status.selector
+	// the controller publishes.
+	startController(t)
 	ag := startAgent(t, "--cpu-half-life", "10s")
 	ns := testNamespace(t, "snug-autoscale-")
 

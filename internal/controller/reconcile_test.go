@@ -1,0 +1,298 @@
+package controller
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/record"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/snug-dev/snug/api/v1alpha1"
+	tb "github.com/snug-dev/snug/internal/testbuild"
+)
+
+// reconcileEnv is a Controller whose informer stores the test fills
+// directly, on a fake clock. Status writes land in the policy store (as
+// the watch would bring them back); pods, ConfigMaps and evictions go to a
+// fake clientset, whose objects the tests read for the resulting state.
+type reconcileEnv struct {
+	t     *testing.T
+	c     *Controller
+	cs    *fake.Clientset
+	clock *clocktesting.FakeClock
+}
+
+func newReconcileEnv(t *testing.T) *reconcileEnv {
+	t.Helper()
+	cs := fake.NewClientset()
+	// The Eviction API deletes the pod (no budget in these tests).
+	cs.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() != "eviction" {
+			return false, nil, nil
+		}
+		ev := a.(k8stesting.CreateAction).GetObject().(interface{ GetName() string })
+		err := cs.Tracker().Delete(corev1.SchemeGroupVersion.WithResource("pods"), a.GetNamespace(), ev.GetName())
+		return true, nil, err
+	})
+	clk := clocktesting.NewFakeClock(t0)
+	c := New(cs, nil, record.NewFakeRecorder(100), NewMetrics(prometheus.NewRegistry()), Config{Clock: clk})
+	e := &reconcileEnv{t: t, c: c, cs: cs, clock: clk}
+	// The checkpoint informer would bring the controller's writes back.
+	cms := c.cmFactory.Core().V1().ConfigMaps().Informer().GetStore()
+	for _, verb := range []string{"create", "update"} {
+		cs.PrependReactor(verb, "configmaps", func(a k8stesting.Action) (bool, runtime.Object, error) {
+			cm := a.(interface{ GetObject() runtime.Object }).GetObject().(*corev1.ConfigMap)
+			return false, nil, cms.Update(cm.DeepCopy())
+		})
+	}
+	c.statuses = func(string) statusWriter { return storeStatus{e} }
+	return e
+}
+
+// storeStatus writes a status into the controller's policy store.
+type storeStatus struct{ e *reconcileEnv }
+
+func (s storeStatus) UpdateStatus(_ context.Context, p *v1alpha1.SnugPolicy, _ metav1.UpdateOptions) (*v1alpha1.SnugPolicy, error) {
+	if err := s.e.c.policyInf.GetIndexer().Update(p.DeepCopy()); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// add puts objects into the controller's informer stores, and pods into
+// the fake clientset too (evictions act on those).
+func (e *reconcileEnv) add(objs ...runtime.Object) {
+	e.t.Helper()
+	f := e.c.factory
+	for _, o := range objs {
+		var err error
+		switch o := o.(type) {
+		case *v1alpha1.SnugPolicy:
+			err = e.c.policyInf.GetIndexer().Add(o)
+		case *corev1.Pod:
+			if err = f.Core().V1().Pods().Informer().GetStore().Add(o); err == nil {
+				_, err = e.cs.CoreV1().Pods(o.Namespace).Create(e.t.Context(), o, metav1.CreateOptions{})
+			}
+		case *appsv1.Deployment:
+			err = f.Apps().V1().Deployments().Informer().GetStore().Add(o)
+		case *autoscalingv2.HorizontalPodAutoscaler:
+			err = f.Autoscaling().V2().HorizontalPodAutoscalers().Informer().GetStore().Add(o)
+		default:
+			e.t.Fatalf("add: %T not handled", o)
+		}
+		if err != nil {
+			e.t.Fatal(err)
+		}
+	}
+}
+
+// reconcile reconciles the policy name and returns it as stored after.
+func (e *reconcileEnv) reconcile(name string) (*v1alpha1.SnugPolicy, time.Duration) {
+	e.t.Helper()
+	requeue, err := e.c.reconcile(e.t.Context(), key(tb.Namespace, name))
+	if err != nil {
+		e.t.Fatalf("reconciling %s: %v", name, err)
+	}
+	obj, ok, err := e.c.policyInf.GetIndexer().GetByKey(key(tb.Namespace, name))
+	if err != nil || !ok {
+		e.t.Fatalf("policy %s not in the store: %v", name, err)
+	}
+	return obj.(*v1alpha1.SnugPolicy), requeue
+}
+
+// podExists reports whether the pod is still in the fake clientset.
+func (e *reconcileEnv) podExists(name string) bool {
+	e.t.Helper()
+	_, err := e.cs.CoreV1().Pods(tb.Namespace).Get(e.t.Context(), name, metav1.GetOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		e.t.Fatal(err)
+	}
+	return err == nil
+}
+
+// cond is a condition's status and reason, for comparing.
+type cond struct{ Status, Reason string }
+
+func conds(p *v1alpha1.SnugPolicy, types ...string) map[string]cond {
+	out := map[string]cond{}
+	for _, t := range types {
+		if c := meta.FindStatusCondition(p.Status.Conditions, t); c != nil {
+			out[t] = cond{string(c.Status), c.Reason}
+		}
+	}
+	return out
+}
+
+func TestReconcileResolvesTarget(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		objs         []runtime.Object
+		wantSelector string
+		want         map[string]cond
+	}{
+		{
+			name: "deployment with pods",
+			objs: []runtime.Object{
+				tb.Deployment("web", "app", "web"),
+				tb.Pod("web-1").Labels("app", "web").Ready().Get(),
+				tb.Pod("api-1").Labels("app", "api").Ready().Get(),
+			},
+			wantSelector: "app=web",
+			want: map[string]cond{
+				v1alpha1.ConditionReady:         {"True", v1alpha1.ReasonResolved},
+				v1alpha1.ConditionNoPodsMatched: {"False", reasonPodsMatched},
+				v1alpha1.ConditionOverlapping:   {"False", reasonNoOverlap},
+				v1alpha1.ConditionHPAConflict:   {"False", reasonNoHPA},
+			},
+		},
+		{
+			name:         "deployment without pods",
+			objs:         []runtime.Object{tb.Deployment("web", "app", "web"), tb.Pod("api-1").Labels("app", "api").Get()},
+			wantSelector: "app=web",
+			want: map[string]cond{
+				v1alpha1.ConditionReady:         {"True", v1alpha1.ReasonResolved},
+				v1alpha1.ConditionNoPodsMatched: {"True", reasonNoPodsMatched},
+			},
+		},
+		{
+			name: "finished pods do not count",
+			objs: []runtime.Object{
+				tb.Deployment("web", "app", "web"),
+				tb.Pod("web-1").Labels("app", "web").Phase(corev1.PodSucceeded).Get(),
+			},
+			wantSelector: "app=web",
+			want:         map[string]cond{v1alpha1.ConditionNoPodsMatched: {"True", reasonNoPodsMatched}},
+		},
+		{
+			name: "no such deployment",
+			want: map[string]cond{
+				v1alpha1.ConditionReady:         {"False", v1alpha1.ReasonTargetNotFound},
+				v1alpha1.ConditionNoPodsMatched: {"Unknown", reasonTargetUnresolved},
+			},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newReconcileEnv(t)
+			e.add(append(tc.objs, tb.Policy("web").Target("Deployment", "web").Get())...)
+			got, _ := e.reconcile("web")
+			if got.Status.Selector != tc.wantSelector {
+				t.Errorf("status.selector %q, want %q", got.Status.Selector, tc.wantSelector)
+			}
+			if got.Status.ObservedGeneration != 1 {
+				t.Errorf("observedGeneration %d, want 1", got.Status.ObservedGeneration)
+			}
+			var types []string
+			for k := range tc.want {
+				types = append(types, k)
+			}
+			if diff := cmp.Diff(tc.want, conds(got, types...)); diff != "" {
+				t.Errorf("conditions (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestReconcileOverlap: of two policies over the same pods the older
+// governs them; each says so in its Overlapping condition, and the
+// younger counts none of the shared pods.
+func TestReconcileOverlap(t *testing.T) {
+	e := newReconcileEnv(t)
+	e.add(
+		tb.Deployment("web", "app", "web"),
+		tb.Pod("web-1").Labels("app", "web").Ready().Get(),
+		tb.Policy("first").Target("Deployment", "web").Created(t0.Add(-time.Hour)).Get(),
+		tb.Policy("second").Selector("app", "web").Get(),
+	)
+	// The older one first: its status.selector is what the younger sees.
+	first, _ := e.reconcile("first")
+	second, _ := e.reconcile("second")
+	first, _ = e.reconcile("first")
+	want := map[string]map[string]cond{
+		"first":  {v1alpha1.ConditionOverlapping: {"True", v1alpha1.ReasonOlderPolicyWins}, v1alpha1.ConditionNoPodsMatched: {"False", reasonPodsMatched}},
+		"second": {v1alpha1.ConditionOverlapping: {"True", v1alpha1.ReasonYieldsToOlderPolicy}, v1alpha1.ConditionNoPodsMatched: {"True", reasonNoPodsMatched}},
+	}
+	got := map[string]map[string]cond{
+		"first":  conds(first, v1alpha1.ConditionOverlapping, v1alpha1.ConditionNoPodsMatched),
+		"second": conds(second, v1alpha1.ConditionOverlapping, v1alpha1.ConditionNoPodsMatched),
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("conditions (-want +got):\n%s", diff)
+	}
+}
+
+// TestReconcileHPAConflict: an HPA that scales the target on cpu makes cpu
+// uncontrolled, which the agents read from the status.
+func TestReconcileHPAConflict(t *testing.T) {
+	e := newReconcileEnv(t)
+	e.add(
+		tb.Deployment("web", "app", "web"),
+		tb.Pod("web-1").Labels("app", "web").Ready().Get(),
+		tb.HPA("web", "web", "cpu"),
+		tb.HPA("other", "api", "memory"),
+		tb.Policy("web").Target("Deployment", "web").Get(),
+	)
+	got, _ := e.reconcile("web")
+	if diff := cmp.Diff([]corev1.ResourceName{corev1.ResourceCPU}, got.Status.UncontrolledResources); diff != "" {
+		t.Errorf("uncontrolledResources (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[string]cond{v1alpha1.ConditionHPAConflict: {"True", v1alpha1.ReasonHPAScalesResource}},
+		conds(got, v1alpha1.ConditionHPAConflict)); diff != "" {
+		t.Errorf("conditions (-want +got):\n%s", diff)
+	}
+}
+
+// TestReconcileEvictsDeferred: a pod whose resize stays Deferred is evicted
+// once afterSeconds have passed, and only under InPlaceOrRecreate with
+// deferred action Evict; the fake clock steps time.
+func TestReconcileEvictsDeferred(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		policy    *v1alpha1.SnugPolicy
+		wantEvict bool
+	}{
+		{"evict", tb.Policy("web").Target("Deployment", "web").Mode(v1alpha1.UpdateModeInPlaceOrRecreate).
+			Deferred(v1alpha1.DeferredActionEvict, 60).Get(), true},
+		{"fit to node", tb.Policy("web").Target("Deployment", "web").Mode(v1alpha1.UpdateModeInPlaceOrRecreate).
+			Deferred(v1alpha1.DeferredActionFitToNode, 60).Get(), false},
+		{"in place", tb.Policy("web").Target("Deployment", "web").Mode(v1alpha1.UpdateModeInPlace).
+			Deferred(v1alpha1.DeferredActionEvict, 60).Get(), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newReconcileEnv(t)
+			e.add(
+				tb.Deployment("web", "app", "web"),
+				tb.Pod("web-1").Labels("app", "web").Ready().DeferredSince(t0).Get(),
+				tb.Pod("web-2").Labels("app", "web").Ready().Get(),
+				tc.policy,
+			)
+			e.clock.Step(30 * time.Second)
+			_, requeue := e.reconcile("web")
+			if !e.podExists("web-1") {
+				t.Fatal("evicted after 30s of a 60s afterSeconds")
+			}
+			if tc.wantEvict && requeue != 30*time.Second {
+				t.Errorf("requeue after %s, want 30s (when the deferral is old enough)", requeue)
+			}
+			e.clock.Step(31 * time.Second)
+			e.reconcile("web")
+			if got := !e.podExists("web-1"); got != tc.wantEvict {
+				t.Errorf("web-1 evicted: %v, want %v", got, tc.wantEvict)
+			}
+			if !e.podExists("web-2") {
+				t.Error("web-2, not deferred, was evicted")
+			}
+		})
+	}
+}
