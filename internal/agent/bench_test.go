@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"k8s.io/utils/clock"
+
+	"github.com/snug-dev/snug/internal/agent/agenttest"
 )
 
 // BenchmarkPass is one sampling pass over 110 containers (the kubelet's
@@ -17,7 +19,7 @@ func BenchmarkPass(b *testing.B) {
 	for _, layout := range []string{"v1", "v2"} {
 		b.Run(layout, func(b *testing.B) {
 			root := b.TempDir()
-			pods, err := WriteSyntheticNode(root, layout, 110)
+			pods, err := agenttest.WriteSyntheticNode(root, layout, 110)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -1,4 +1,4 @@
-package cli
+package labcli
 
 import (
 	"bufio"
@@ -187,7 +187,7 @@ func benchQoSSnug(ctx context.Context, o *benchQoSOptions, client kubernetes.Int
 	}
 	fmt.Fprintf(out, "\n== snug: agent and controller of %s, SnugPolicy updateMode InPlaceOrRecreate, controlledValues RequestsOnly (logs in %s)\n", exe, logDir)
 	s, err := experiment.StartSnug(ctx, client, experiment.SnugOptions{
-		Binary: exe, Node: o.lab.NodeName, Kubeconfig: o.lab.Kubeconfig(), LogDir: logDir,
+		BinDir: filepath.Dir(exe), Node: o.lab.NodeName, Kubeconfig: o.lab.Kubeconfig(), LogDir: logDir,
 	})
 	if err != nil {
 		return nil, err

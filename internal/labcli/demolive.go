@@ -1,4 +1,4 @@
-package cli
+package labcli
 
 import (
 	"context"
@@ -24,6 +24,7 @@ import (
 	"github.com/snug-dev/snug/api/v1alpha1"
 	policyclient "github.com/snug-dev/snug/api/v1alpha1/client"
 	"github.com/snug-dev/snug/internal/agent"
+	"github.com/snug-dev/snug/internal/cli"
 	"github.com/snug-dev/snug/internal/experiment"
 )
 
@@ -135,7 +136,7 @@ func (d *demoRun) startSnug(ctx context.Context, self string) error {
 `)
 	start := time.Now()
 	d.snug, err = experiment.StartSnug(ctx, d.client, experiment.SnugOptions{
-		Binary:     self,
+		BinDir:     filepath.Dir(self),
 		Node:       d.o.lab.NodeName,
 		Kubeconfig: d.o.lab.Kubeconfig(),
 		LogDir:     logDir,
@@ -270,13 +271,14 @@ func (d *demoRun) step(ctx context.Context, targets string, stop stopWhen) (*dem
 	wctx, stopWatch := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	defer func() { stopWatch(); wg.Wait() }()
-	so := &statusOptions{kube: kubeOptions{kubeconfig: d.o.lab.Kubeconfig(), namespace: d.ns}, output: "table", watch: true}
 	sw := &prefixWriter{w: d.out, prefix: "   "}
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		if err := runStatus(wctx, so, sw); err != nil && wctx.Err() == nil {
-			fmt.Fprintf(d.out, "   (snug status --watch: %v)\n", err)
+		// The user's own command, as they would run it.
+		args := []string{"status", "--watch", "--kubeconfig", d.o.lab.Kubeconfig(), "-n", d.ns}
+		if code := cli.Run(wctx, args, sw, sw); code != 0 && wctx.Err() == nil {
+			fmt.Fprintf(d.out, "   (snug status --watch exited %d)\n", code)
 		}
 	}()
 	go func() {
@@ -302,8 +304,8 @@ func (d *demoRun) step(ctx context.Context, targets string, stop stopWhen) (*dem
 	sum.After = podFacts(after)
 	// The final table, once.
 	fmt.Fprintf(d.out, "\n   %s  the pod's status shows cpu %s: snug status -n %s\n", seen.Format("15:04:05.000"), sum.After.CPU, d.ns)
-	if err := runStatus(ctx, &statusOptions{kube: so.kube, output: "table"}, sw); err != nil {
-		return nil, err
+	if code := cli.Run(ctx, []string{"status", "--kubeconfig", d.o.lab.Kubeconfig(), "-n", d.ns}, sw, sw); code != 0 {
+		return nil, fmt.Errorf("snug status -n %s exited %d", d.ns, code)
 	}
 	sw.Flush()
 	// The agent's record of the resize arrives once it has seen the outcome.
@@ -547,6 +549,13 @@ type podState struct {
 	QoS                            corev1.PodQOSClass
 }
 
+func qtyOrDash(l corev1.ResourceList, r corev1.ResourceName) string {
+	if q, ok := l[r]; ok {
+		return q.String()
+	}
+	return "-"
+}
+
 func podFacts(p *corev1.Pod) podState {
 	var s podState
 	s.QoS = p.Status.QOSClass
@@ -554,8 +563,8 @@ func podFacts(p *corev1.Pod) podState {
 		cs := p.Status.ContainerStatuses[0]
 		s.Restarts, s.ContainerID = cs.RestartCount, cs.ContainerID
 		if cs.Resources != nil {
-			s.CPU = pairOf(*cs.Resources, corev1.ResourceCPU)
 			req, lim := cs.Resources.Requests[corev1.ResourceCPU], cs.Resources.Limits[corev1.ResourceCPU]
+			s.CPU = qtyOrDash(cs.Resources.Requests, corev1.ResourceCPU) + "/" + qtyOrDash(cs.Resources.Limits, corev1.ResourceCPU)
 			s.CPURequestMilli, s.CPULimitMilli = req.MilliValue(), lim.MilliValue()
 		}
 	}

@@ -1,4 +1,4 @@
-package cli
+package labcli
 
 import (
 	"context"
@@ -206,7 +206,7 @@ func benchSnugRuns(ctx context.Context, o *benchReactionOptions, env experiment.
 	}
 	fmt.Fprintf(env.Log, "snug: starting the agent and controller (logs in %s)\n", logDir)
 	s, err := experiment.StartSnug(ctx, env.Client, experiment.SnugOptions{
-		Binary: exe, Node: o.lab.NodeName, Kubeconfig: o.lab.Kubeconfig(), LogDir: logDir, Timeout: o.Timeout,
+		BinDir: filepath.Dir(exe), Node: o.lab.NodeName, Kubeconfig: o.lab.Kubeconfig(), LogDir: logDir, Timeout: o.Timeout,
 	})
 	if err != nil {
 		return nil, err
