@@ -218,7 +218,6 @@ func (o *traceOptions) client() (*kubernetes.Clientset, string, error) {
 	return cs, ns, nil
 }
 
-
 func runTrace(cmd *cobra.Command, o *traceOptions, args []string, stdout, stderr io.Writer) error {
 	ctx := cmd.Context()
 	cs, ns, err := o.client()
