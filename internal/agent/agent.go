@@ -47,7 +47,7 @@ type Config struct {
 	Observer Observer
 	// AfterPass, if set, is called on the loop goroutine after each pass
 	// with how long it took (by the Agent's clock) and how many containers
-	// it read. `snug bench agent` uses it.
+	// it read. `snug-lab bench agent` uses it.
 	AfterPass func(took time.Duration, containers int)
 }
 

@@ -14,7 +14,7 @@ import (
 // default pod limit) on a generated tree, per layout. The files sit on the
 // test's temporary filesystem, so this is the agent's own cost (syscalls,
 // parsing, bookkeeping), not the kernel's cost of producing memory.stat;
-// `snug bench agent` on a real host adds that.
+// `snug-lab bench agent` on a real host adds that.
 func BenchmarkPass(b *testing.B) {
 	for _, layout := range []string{"v1", "v2"} {
 		b.Run(layout, func(b *testing.B) {

@@ -26,7 +26,7 @@ import (
 	"github.com/snug-dev/snug/internal/trace"
 )
 
-// The field report's wall-3 experiment, as `snug bench reaction` runs it:
+// The field report's wall-3 experiment, as `snug-lab bench reaction` runs it:
 // two replicas of snug-load at cpu 50m (limit 100m), under an autoscaler,
 // then a load step to 400m, and how long each autoscaler takes to resize.
 const (
@@ -57,7 +57,7 @@ type ReactionEnv struct {
 	// VerticalPodAutoscalers (VPA runs).
 	Policies *policyclient.Client
 	Dynamic  dynamic.Interface
-	// AgentURL is the snug agent's HTTP base (snug runs; optional for VPA
+	// AgentURL is the snug-agent's HTTP base (snug runs; optional for VPA
 	// runs, where it only gives the trace its usage line).
 	AgentURL string
 	// LoadDir is the host directory of snug-load's control files.
@@ -213,7 +213,7 @@ func containerOf(s trace.Sample, name string) (trace.Container, bool) {
 }
 
 // SnugReaction runs the experiment once under a SnugPolicy
-// (InPlaceOrRecreate) against the snug agent at env.AgentURL, which must
+// (InPlaceOrRecreate) against the snug-agent at env.AgentURL, which must
 // run with --autoscale on the pods' node. The run is never nil.
 func SnugReaction(ctx context.Context, env ReactionEnv) (*ReactionRun, error) {
 	if env.Policies == nil || env.AgentURL == "" {
@@ -662,7 +662,7 @@ func agentContainer(ctx context.Context, agentURL, ns, pod, query string) (agent
 	return agent.ContainerJSON{}, false, nil
 }
 
-// AgentUsage is a trace.UsageSource that asks a snug agent's JSON API for
+// AgentUsage is a trace.UsageSource that asks a snug-agent's JSON API for
 // a container's latest sample. It is safe for concurrent use.
 type AgentUsage struct {
 	// URL is the agent's HTTP base.

@@ -41,7 +41,7 @@ const (
 	demoSettleTimeout = 90 * time.Second
 )
 
-const demoIntro = `snug demo: snug grows a running pod in place when its load steps up
+const demoIntro = `snug-lab demo: snug grows a running pod in place when its load steps up
 
 snug is a vertical pod autoscaler that changes a running pod's CPU and memory
 without restarting it, within seconds. Its agent (one per node) reads every

@@ -29,7 +29,7 @@ import (
 	"github.com/snug-dev/snug/internal/experiment"
 )
 
-// TestAgent runs the real `snug agent` binary as a host process against the
+// TestAgent runs the real `snug-agent` binary as a host process against the
 // lab and holds what its JSON API says to what snug-load pods do: a CPU
 // level, throttling after a load step, a memory level, an OOM kill, and a
 // deleted pod leaving the API and /metrics.
@@ -156,7 +156,7 @@ func TestAgent(t *testing.T) {
 	})
 }
 
-// agentProc is a `snug agent` started by the test.
+// agentProc is a `snug-agent` started by the test.
 type agentProc struct {
 	cmd        *exec.Cmd
 	base       string
@@ -173,11 +173,11 @@ func startAgent(t *testing.T, extraArgs ...string) *agentProc {
 	}
 	addr := freeAddr(t)
 	log := &bytes.Buffer{}
-	cmd := exec.Command(filepath.Join(bin, "snug"), append([]string{"agent", "--node", labOpts.NodeName,
+	cmd := exec.Command(filepath.Join(bin, "snug-agent"), append([]string{"--node", labOpts.NodeName,
 		"--kubeconfig", labOpts.Kubeconfig(), "--listen", addr, "-v", "1"}, extraArgs...)...)
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting snug agent: %v", err)
+		t.Fatalf("starting snug-agent: %v", err)
 	}
 	a := &agentProc{cmd: cmd, base: "http://" + addr, started: time.Now(), log: log}
 	exited := make(chan error, 1)
@@ -189,20 +189,20 @@ func startAgent(t *testing.T, extraArgs ...string) *agentProc {
 		select {
 		case err := <-exited:
 			if err != nil {
-				t.Errorf("snug agent exited with %v after SIGTERM", err)
+				t.Errorf("snug-agent exited with %v after SIGTERM", err)
 			}
 		case <-time.After(20 * time.Second):
 			_ = syscall.Kill(cmd.Process.Pid, syscall.SIGKILL)
 			<-exited
-			t.Errorf("snug agent did not stop within 20s of SIGTERM")
+			t.Errorf("snug-agent did not stop within 20s of SIGTERM")
 		}
-		t.Logf("snug agent output:\n%s", tail(log.String(), 60))
+		t.Logf("snug-agent output:\n%s", tail(log.String(), 60))
 	})
-	waitFor(t, "snug agent /readyz", time.Minute, func() (bool, error) {
+	waitFor(t, "snug-agent /readyz", time.Minute, func() (bool, error) {
 		select {
 		case err := <-exited:
 			exited <- err
-			return false, fmt.Errorf("snug agent exited: %v\n%s", err, log.String())
+			return false, fmt.Errorf("snug-agent exited: %v\n%s", err, log.String())
 		default:
 		}
 		resp, err := http.Get(a.base + "/readyz")
@@ -280,7 +280,7 @@ func (a *agentProc) logCost(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("snug agent cost on the lab: %.2fs CPU over %.1fs wall = %.2f%% of one core; %s", cpu, wall, 100*cpu/wall, strings.Join(rss, ", "))
+	t.Logf("snug-agent cost on the lab: %.2fs CPU over %.1fs wall = %.2f%% of one core; %s", cpu, wall, 100*cpu/wall, strings.Join(rss, ", "))
 }
 
 // cpuTicks is utime+stime of pid from /proc/PID/stat, in clock ticks.

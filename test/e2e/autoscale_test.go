@@ -33,7 +33,7 @@ import (
 // 10s the first shrink comes about a minute after a drop).
 const stabilizationSeconds = 30
 
-// TestAutoscale runs the real `snug agent` (autoscale on) as a host process
+// TestAutoscale runs the real `snug-agent` (autoscale on) as a host process
 // against the lab with the SnugPolicy CRD installed, and holds issue 5's
 // proof to it: a single-replica Deployment under an InPlace policy is grown
 // in place when its load steps from 50m to 400m at a 100m limit, throttling

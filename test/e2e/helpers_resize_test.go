@@ -226,19 +226,26 @@ func clientWithTimeout(t *testing.T, timeout time.Duration) kubernetes.Interface
 	return c
 }
 
-// snugBin is the built snug binary.
-func snugBin(t *testing.T) string {
+// builtBin is the built binary name ($SNUG_BIN, else ../../bin): snug,
+// snug-agent, snug-controller or snug-lab.
+func builtBin(t *testing.T, name string) string {
 	t.Helper()
 	bin := os.Getenv("SNUG_BIN")
 	if bin == "" {
 		bin, _ = filepath.Abs("../../bin")
 	}
-	p := filepath.Join(bin, "snug")
+	p := filepath.Join(bin, name)
 	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("snug binary: %v (run make build)", err)
+		t.Fatalf("%s binary: %v (run make build)", name, err)
 	}
 	return p
 }
+
+// snugBin is the built snug binary, the user's CLI.
+func snugBin(t *testing.T) string { t.Helper(); return builtBin(t, "snug") }
+
+// snugLabBin is the built snug-lab binary: the lab, demo and benches.
+func snugLabBin(t *testing.T) string { t.Helper(); return builtBin(t, "snug-lab") }
 
 // runSnug runs bin/snug with args against the lab and returns its output
 // and exit code.
