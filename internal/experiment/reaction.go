@@ -559,30 +559,6 @@ func CreateNamespace(ctx context.Context, client kubernetes.Interface, prefix st
 	return ns.Name, nil
 }
 
-// DeleteNamespace deletes ns and waits until it is gone, so that the next
-// run finds the node as it was.
-func DeleteNamespace(ctx context.Context, client kubernetes.Interface, ns string, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	nsc := client.CoreV1().Namespaces()
-	err := nsc.Delete(ctx, ns, metav1.DeleteOptions{})
-	if err == nil || apierrors.IsNotFound(err) {
-		err = poll(ctx, 250*time.Millisecond, func(ctx context.Context) (bool, error) {
-			_, gerr := nsc.Get(ctx, ns, metav1.GetOptions{})
-			if apierrors.IsNotFound(gerr) {
-				return true, nil
-			}
-			return false, nil
-		})
-	}
-	if errors.Is(err, context.DeadlineExceeded) {
-		err = fmt.Errorf("still there after %s", timeout)
-	}
-	if err != nil {
-		return fmt.Errorf("deleting namespace %s: %w", ns, err)
-	}
-	return nil
-}
 
 // waitVPATarget polls the VerticalPodAutoscaler every half second until its
 // cpu target for the workload's container satisfies cond, and returns it.

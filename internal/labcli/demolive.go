@@ -14,7 +14,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/kubernetes"
@@ -379,7 +378,7 @@ func (d *demoRun) cleanUp(ctx context.Context) error {
 		if d.pod != "" {
 			_ = os.Remove(filepath.Join(d.o.lab.LoadDir(), d.pod))
 		}
-		errs = append(errs, deleteNamespace(ctx, d.client, d.ns))
+		errs = append(errs, experiment.DeleteNamespace(ctx, d.client, d.ns, 2*time.Minute))
 	} else if d.snug != nil {
 		fmt.Fprint(d.out, "\n== Cleaning up")
 	}
@@ -393,25 +392,6 @@ func (d *demoRun) cleanUp(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-func deleteNamespace(ctx context.Context, client kubernetes.Interface, ns string) error {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	_ = client.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}, metav1.ListOptions{})
-	if err := client.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("deleting namespace %s: %w", ns, err)
-	}
-	for {
-		_, err := client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("namespace %s not gone: %w", ns, ctx.Err())
-		case <-time.After(250 * time.Millisecond):
-		}
-	}
-}
 
 // waitAgent polls the agent's view of the demo pod's container until cond
 // holds (Autoscale is set whenever cond is called) or timeout passes.

@@ -13,13 +13,13 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/snug-dev/snug/internal/actuate"
+	"github.com/snug-dev/snug/internal/experiment"
 	"github.com/snug-dev/snug/internal/resize"
 )
 
@@ -40,22 +40,8 @@ func testNamespace(t *testing.T, prefix string) string {
 		t.Fatalf("creating namespace: %v", err)
 	}
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		zero := int64(0)
-		_ = client.CoreV1().Pods(ns.Name).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{})
-		if err := client.CoreV1().Namespaces().Delete(ctx, ns.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			t.Errorf("deleting namespace %s: %v", ns.Name, err)
-			return
-		}
-		if err := pollUntil(ctx, 200*time.Millisecond, func() (bool, error) {
-			_, err := client.CoreV1().Namespaces().Get(ctx, ns.Name, metav1.GetOptions{})
-			if apierrors.IsNotFound(err) {
-				return true, nil
-			}
-			return false, err
-		}); err != nil {
-			t.Errorf("namespace %s not gone: %v", ns.Name, err)
+		if err := experiment.DeleteNamespace(context.Background(), client, ns.Name, 2*time.Minute); err != nil {
+			t.Error(err)
 		}
 	})
 	return ns.Name
