@@ -170,7 +170,6 @@ func qosWaitServiceAccount(ctx context.Context, client kubernetes.Interface, ns 
 	return nil
 }
 
-
 // QoSSummary is what happened to the Deployment's pods, read from a
 // recording.
 type QoSSummary struct {

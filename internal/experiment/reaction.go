@@ -559,7 +559,6 @@ func CreateNamespace(ctx context.Context, client kubernetes.Interface, prefix st
 	return ns.Name, nil
 }
 
-
 // waitVPATarget polls the VerticalPodAutoscaler every half second until its
 // cpu target for the workload's container satisfies cond, and returns it.
 // A zero timeout waits until ctx ends.

@@ -392,7 +392,6 @@ func (d *demoRun) cleanUp(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-
 // waitAgent polls the agent's view of the demo pod's container until cond
 // holds (Autoscale is set whenever cond is called) or timeout passes.
 // what names the wait in the error; empty returns the bare deadline error.
