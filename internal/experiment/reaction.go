@@ -2,12 +2,9 @@ package experiment
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"time"
@@ -592,7 +589,7 @@ func waitAgent(ctx context.Context, agentURL, ns, pod string, timeout time.Durat
 	var got agent.ContainerJSON
 	var last error
 	err := poll(ctx, 200*time.Millisecond, func(ctx context.Context) (bool, error) {
-		c, ok, err := agentContainer(ctx, agentURL, ns, pod, "limit=30")
+		c, ok, err := agentContainer(ctx, agentURL, ns, pod, agent.Query{Limit: 30})
 		last = err
 		if err != nil || !ok {
 			return false, nil
@@ -608,33 +605,15 @@ func waitAgent(ctx context.Context, agentURL, ns, pod string, timeout time.Durat
 
 // agentContainer reads the workload container of a pod from the agent's
 // JSON API; ok is false when the agent does not know the pod (yet).
-func agentContainer(ctx context.Context, agentURL, ns, pod, query string) (agent.ContainerJSON, bool, error) {
-	u := agentURL + "/api/v1/namespaces/" + url.PathEscape(ns) + "/pods/" + url.PathEscape(pod) + "?" + query
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return agent.ContainerJSON{}, false, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return agent.ContainerJSON{}, false, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode == http.StatusNotFound {
+func agentContainer(ctx context.Context, agentURL, ns, pod string, q agent.Query) (agent.ContainerJSON, bool, error) {
+	ct, err := agent.NewAPIClient(agentURL).Container(ctx, ns, pod, ReactionContainer, q)
+	if errors.Is(err, agent.ErrNotSampled) {
 		return agent.ContainerJSON{}, false, nil
 	}
-	if resp.StatusCode != http.StatusOK {
-		return agent.ContainerJSON{}, false, fmt.Errorf("GET %s: %s", u, resp.Status)
+	if err != nil {
+		return agent.ContainerJSON{}, false, err
 	}
-	var list agent.ContainerList
-	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
-		return agent.ContainerJSON{}, false, fmt.Errorf("GET %s: %w", u, err)
-	}
-	for _, c := range list.Containers {
-		if c.Container == ReactionContainer {
-			return c, true, nil
-		}
-	}
-	return agent.ContainerJSON{}, false, nil
+	return *ct, true, nil
 }
 
 // AgentUsage is a trace.UsageSource that asks a snug-agent's JSON API for
@@ -648,29 +627,13 @@ type AgentUsage struct {
 func (a *AgentUsage) Usage(ns, pod, container string) (trace.Usage, bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
-	u := a.URL + "/api/v1/namespaces/" + url.PathEscape(ns) + "/pods/" + url.PathEscape(pod) + "?limit=1"
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
+	c, err := agent.NewAPIClient(a.URL).Container(ctx, ns, pod, container, agent.Query{Limit: 1})
+	if err != nil || !c.Latest.HasRate || c.Latest.CPUUsageMillicores == nil {
 		return trace.Usage{}, false
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return trace.Usage{}, false
+	u := trace.Usage{CPUMillis: *c.Latest.CPUUsageMillicores, MemoryBytes: int64(c.Latest.MemoryWorkingSetBytes)}
+	if c.Latest.CPUThrottledFraction != nil {
+		u.ThrottledFraction = *c.Latest.CPUThrottledFraction
 	}
-	defer resp.Body.Close()
-	var list agent.ContainerList
-	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&list) != nil {
-		return trace.Usage{}, false
-	}
-	for _, c := range list.Containers {
-		if c.Container != container || !c.Latest.HasRate || c.Latest.CPUUsageMillicores == nil {
-			continue
-		}
-		u := trace.Usage{CPUMillis: *c.Latest.CPUUsageMillicores, MemoryBytes: int64(c.Latest.MemoryWorkingSetBytes)}
-		if c.Latest.CPUThrottledFraction != nil {
-			u.ThrottledFraction = *c.Latest.CPUThrottledFraction
-		}
-		return u, true
-	}
-	return trace.Usage{}, false
+	return u, true
 }

@@ -2,11 +2,9 @@ package labcli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -417,35 +415,14 @@ func (d *demoRun) waitAgent(ctx context.Context, timeout time.Duration, what str
 	}
 }
 
-// agentContainer reads the container "app" of ns/pod from the agent's JSON
-// API; nil when the agent does not know the pod (yet).
+// agentContainer reads the demo pod's container from the agent's JSON API;
+// nil when the agent does not sample it (yet).
 func agentContainer(ctx context.Context, base, ns, pod string) (*agent.ContainerJSON, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/api/v1/namespaces/"+ns+"/pods/"+pod+"?limit=30", nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	switch resp.StatusCode {
-	case http.StatusOK:
-	case http.StatusNotFound:
+	c, err := agent.NewAPIClient(base).Container(ctx, ns, pod, "app", agent.Query{Limit: 30})
+	if errors.Is(err, agent.ErrNotSampled) {
 		return nil, nil
-	default:
-		return nil, fmt.Errorf("agent API: %s", resp.Status)
 	}
-	var list agent.ContainerList
-	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
-		return nil, fmt.Errorf("agent API: %w", err)
-	}
-	for i := range list.Containers {
-		if list.Containers[i].Container == "app" {
-			return &list.Containers[i], nil
-		}
-	}
-	return nil, nil
+	return c, err
 }
 
 // waitPod watches the pod from resourceVersion rv until ok holds for it,

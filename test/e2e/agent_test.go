@@ -6,7 +6,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -63,8 +63,8 @@ func TestAgent(t *testing.T) {
 		// A deleted pod leaves the API and /metrics.
 		deletePod(t, ns, p)
 		waitFor(t, "load-cpu to leave the agent's API and /metrics", time.Minute, func() (bool, error) {
-			code, _ := ag.get(t, "/api/v1/namespaces/"+ns+"/pods/"+p)
-			return code == http.StatusNotFound && !strings.Contains(ag.metrics(t), `pod="load-cpu"`), nil
+			_, err := ag.api().Pod(t.Context(), ns, p, agent.Query{})
+			return errors.Is(err, agent.ErrNotSampled) && !strings.Contains(ag.metrics(t), `pod="load-cpu"`), nil
 		})
 	})
 
@@ -142,10 +142,9 @@ func TestAgent(t *testing.T) {
 	ag.logCost(t)
 	// Every pod is deleted: the agent forgets them within a pass or two.
 	waitFor(t, "the agent to list no container of "+ns, time.Minute, func() (bool, error) {
-		code, body := ag.get(t, "/api/v1/containers")
-		var list agent.ContainerList
-		if err := json.Unmarshal(body, &list); code != 200 || err != nil {
-			return false, fmt.Errorf("GET /api/v1/containers = %d %v", code, err)
+		list, err := ag.api().Containers(t.Context(), agent.Query{})
+		if err != nil {
+			return false, err
 		}
 		for _, c := range list.Containers {
 			if c.Namespace == ns {
@@ -159,7 +158,7 @@ func TestAgent(t *testing.T) {
 // agentProc is a `snug-agent` started by the test.
 type agentProc struct {
 	cmd        *exec.Cmd
-	base       string
+	base       string // the agent's HTTP base, for /metrics and /readyz
 	started    time.Time
 	startTicks uint64
 	log        *bytes.Buffer
@@ -216,6 +215,9 @@ func startAgent(t *testing.T, extraArgs ...string) *agentProc {
 	return a
 }
 
+// api is a client of the agent's JSON API.
+func (a *agentProc) api() *agent.APIClient { return agent.NewAPIClient(a.base) }
+
 func (a *agentProc) get(t *testing.T, path string) (int, []byte) {
 	t.Helper()
 	resp, err := http.Get(a.base + path)
@@ -245,21 +247,15 @@ func (a *agentProc) waitPoints(t *testing.T, ns, pod, container string, cond fun
 	t.Helper()
 	var pts []agent.PointJSON
 	waitFor(t, fmt.Sprintf("the agent's samples of %s/%s/%s", ns, pod, container), 2*time.Minute, func() (bool, error) {
-		code, body := a.get(t, "/api/v1/namespaces/"+ns+"/pods/"+pod)
-		if code == http.StatusNotFound {
+		c, err := a.api().Container(t.Context(), ns, pod, container, agent.Query{})
+		if errors.Is(err, agent.ErrNotSampled) {
 			return false, nil
 		}
-		var list agent.ContainerList
-		if err := json.Unmarshal(body, &list); code != 200 || err != nil {
-			return false, fmt.Errorf("GET pod %s: %d %v: %s", pod, code, err, body)
+		if err != nil {
+			return false, err
 		}
-		for _, c := range list.Containers {
-			if c.Container == container {
-				pts = c.History
-				return cond(pts), nil
-			}
-		}
-		return false, nil
+		pts = c.History
+		return cond(pts), nil
 	})
 	return pts
 }
