@@ -13,6 +13,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
+	typedappsv1 "k8s.io/client-go/kubernetes/typed/apps/v1"
+	typedbatchv1 "k8s.io/client-go/kubernetes/typed/batch/v1"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/rest"
@@ -61,6 +63,35 @@ func newClients(kubeconfig string) (*clients, error) {
 		return nil, fmt.Errorf("making a policy client: %w", err)
 	}
 	return &clients{config: cfg, core: core, policies: pc}, nil
+}
+
+// interimClientset is a kubernetes.Interface that serves only the groups
+// the owner resolver (apps, batch) and the agent's own sender (core) call,
+// without building the clientset of every API group. The policy branch
+// (status.selector instead of owner chains) and the actuate branch (sends
+// through internal/actuate over core/v1) remove both uses, and with them
+// this type. Any other group's method panics on the nil Interface.
+type interimClientset struct {
+	kubernetes.Interface
+	core  typedcorev1.CoreV1Interface
+	apps  typedappsv1.AppsV1Interface
+	batch typedbatchv1.BatchV1Interface
+}
+
+func (c *interimClientset) CoreV1() typedcorev1.CoreV1Interface    { return c.core }
+func (c *interimClientset) AppsV1() typedappsv1.AppsV1Interface    { return c.apps }
+func (c *interimClientset) BatchV1() typedbatchv1.BatchV1Interface { return c.batch }
+
+func newInterimClientset(cs *clients) (*interimClientset, error) {
+	apps, err := typedappsv1.NewForConfig(cs.config)
+	if err != nil {
+		return nil, fmt.Errorf("making an apps/v1 client: %w", err)
+	}
+	batch, err := typedbatchv1.NewForConfig(cs.config)
+	if err != nil {
+		return nil, fmt.Errorf("making a batch/v1 client: %w", err)
+	}
+	return &interimClientset{core: cs.core, apps: apps, batch: batch}, nil
 }
 
 // eventScheme knows only core/v1: the agent records events on pods, and a
@@ -165,13 +196,9 @@ func startDecider(ctx context.Context, log logr.Logger, o *Options, a *Agent, cs
 		// Not fatal: the CRD may be installed later.
 		log.Error(err, "no SnugPolicies yet; retrying in the background")
 	}
-	// The owner resolver and the agent's own sender still take the
-	// umbrella clientset; the policy branch (status.selector instead of
-	// owner chains) and the actuate branch (sends through internal/actuate
-	// over core/v1) remove both uses, and with them this client.
-	umbrella, err := kubernetes.NewForConfig(cs.config)
+	umbrella, err := newInterimClientset(cs)
 	if err != nil {
-		return nil, nil, fmt.Errorf("making a client: %w", err)
+		return nil, nil, err
 	}
 	b := record.NewBroadcaster(record.WithContext(ctx))
 	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cs.core.Events("")})
