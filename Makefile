@@ -16,8 +16,11 @@ deps:
 	@command -v $(GO) >/dev/null || { echo "go is not on PATH (Go 1.26 is expected at /usr/local/go/bin)"; exit 1; }
 	$(GO) mod download
 
+# snug is the user's CLI (and kubectl-snug), snug-agent and snug-controller
+# the in-cluster components, snug-lab the lab, demo and benches (it starts
+# snug-agent-bench for bench agent), snug-load the lab's load generator.
 build: deps
-	$(GO) build -o $(BIN)/snug ./cmd/snug
+	$(GO) build -o $(BIN)/ ./cmd/snug ./cmd/snug-agent ./cmd/snug-controller ./cmd/snug-lab ./cmd/snug-agent-bench
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o $(BIN)/snug-load ./cmd/snug-load
 	ln -sf snug $(BIN)/kubectl-snug
 
@@ -48,16 +51,16 @@ e2e: build
 	done
 
 demo: build
-	$(BIN)/snug demo --kubernetes-version $(KUBERNETES_VERSION)
+	$(BIN)/snug-lab demo --kubernetes-version $(KUBERNETES_VERSION)
 
 lab-up: build
-	$(BIN)/snug lab up --kubernetes-version $(KUBERNETES_VERSION)
+	$(BIN)/snug-lab up --kubernetes-version $(KUBERNETES_VERSION)
 
 lab-down: build
-	$(BIN)/snug lab down
+	$(BIN)/snug-lab down
 
 lab-status: build
-	$(BIN)/snug lab status
+	$(BIN)/snug-lab status
 
 clean:
 	rm -rf $(BIN)

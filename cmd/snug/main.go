@@ -1,6 +1,8 @@
-// Command snug is the real-time, in-place vertical pod autoscaler for
-// Kubernetes: the lab cluster, the resize engine, the node agent and the
-// controller are subcommands of this one binary.
+// Command snug is the user's CLI for snug, the real-time, in-place vertical
+// pod autoscaler for Kubernetes, and, linked as kubectl-snug, its kubectl
+// plugin: status, resize and trace against the user's cluster. The
+// in-cluster components are snug-agent and snug-controller; the lab, demo
+// and benches are snug-lab.
 package main
 
 import (

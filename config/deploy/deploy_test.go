@@ -1,34 +1,39 @@
 package deploy
 
 import (
-	"bytes"
-	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/snug-dev/snug/config/rbac"
-	"github.com/snug-dev/snug/internal/cli"
+	snugagent "github.com/snug-dev/snug/internal/agent"
+	snugcontroller "github.com/snug-dev/snug/internal/controller"
 )
 
-// checkArgs runs snug with the container's arguments and --help: an
-// unknown flag fails, so the manifest cannot drift from the binary.
-func checkArgs(t *testing.T, c corev1.Container, sub string) {
+// checkArgs parses the container's arguments with the flags of the binary
+// its command names (the flag set its main builds from the component's
+// Options): an unknown flag fails, so the manifest cannot drift from the
+// binary.
+func checkArgs(t *testing.T, c corev1.Container, binary string, addFlags func(*pflag.FlagSet)) {
 	t.Helper()
-	if len(c.Command) != 1 || c.Command[0] != "/snug" {
-		t.Errorf("container %s: command %q, want [/snug]", c.Name, c.Command)
+	if len(c.Command) != 1 || c.Command[0] != "/"+binary {
+		t.Errorf("container %s: command %q, want [/%s]", c.Name, c.Command, binary)
 	}
-	if len(c.Args) == 0 || c.Args[0] != sub {
-		t.Fatalf("container %s: args %q, want %s first", c.Name, c.Args, sub)
+	fs := pflag.NewFlagSet(binary, pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	addFlags(fs)
+	if err := fs.Parse(c.Args); err != nil {
+		t.Errorf("%s %s: %v", binary, strings.Join(c.Args, " "), err)
 	}
-	var stdout, stderr bytes.Buffer
-	if code := cli.Run(context.Background(), append(slices.Clone(c.Args), "--help"), &stdout, &stderr); code != 0 {
-		t.Errorf("snug %s --help: exit %d: %s", strings.Join(c.Args, " "), code, stderr.String())
+	if fs.NArg() > 0 {
+		t.Errorf("%s %s: arguments %q are not flags", binary, strings.Join(c.Args, " "), fs.Args())
 	}
 }
 
@@ -57,7 +62,7 @@ func TestAgent(t *testing.T) {
 		t.Fatalf("%d containers, want 1", len(spec.Containers))
 	}
 	c := spec.Containers[0]
-	checkArgs(t, c, "agent")
+	checkArgs(t, c, "snug-agent", snugagent.NewOptions().AddFlags)
 
 	// --node from the downward API.
 	node, _ := flag(c.Args, "node")
@@ -106,7 +111,7 @@ func TestController(t *testing.T) {
 		t.Fatalf("%d containers, want 1", len(spec.Containers))
 	}
 	c := spec.Containers[0]
-	checkArgs(t, c, "controller")
+	checkArgs(t, c, "snug-controller", snugcontroller.NewOptions().AddFlags)
 	// The Lease lives where config/rbac grants it.
 	if ns, _ := flag(c.Args, "leader-election-namespace"); ns != rbac.Namespace {
 		t.Errorf("--leader-election-namespace=%q, want %s", ns, rbac.Namespace)

@@ -31,7 +31,7 @@ var files embed.FS
 // Files are the embedded manifests of Default, in the order to apply them.
 var Files = []string{"namespace.yaml", "agent.yaml", "controller.yaml"}
 
-// InstallCRDsFile is the optional manifest of `snug controller
+// InstallCRDsFile is the optional manifest of `snug-controller
 // --install-crds`.
 const InstallCRDsFile = "controller_install_crds.yaml"
 

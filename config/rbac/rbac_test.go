@@ -47,16 +47,16 @@ type use struct {
 // as much as a missing one.
 var needs = map[string]map[perm]use{
 	"ClusterRole/snug-agent": {
-		{"", "pods", "list", ""}:                              {file: "internal/agent/pods.go", snippet: "factory.Core().V1().Pods()"},
-		{"", "pods", "watch", ""}:                             {file: "internal/agent/pods.go", snippet: "factory.Core().V1().Pods()"},
-		{"", "pods", "patch", ""}:                             {file: "internal/agent/checkpoint.go", snippet: "cs.CoreV1().Pods(ns).Patch(ctx, name, types.MergePatchType, ", pending: "the agent publishing the snapshot annotation"},
+		{"", "pods", "list", ""}:                              {file: "internal/agent/pods.go", snippet: "client.Pods(metav1.NamespaceAll).List(ctx, o)"},
+		{"", "pods", "watch", ""}:                             {file: "internal/agent/pods.go", snippet: "client.Pods(metav1.NamespaceAll).Watch(ctx, o)"},
+		{"", "pods", "patch", ""}:                             {file: "internal/agent/checkpoint.go", snippet: "cs.Pods(ns).Patch(ctx, name, types.MergePatchType, ", pending: "the agent publishing the snapshot annotation"},
 		{"", "pods/resize", "patch", ""}:                      {file: "internal/actuate/actuator.go", snippet: `Patch(ctx, pod.Name, pt, patch, opts, "resize")`},
-		{"", "nodes", "get", ""}:                              {file: "internal/agent/pods.go", snippet: "client.CoreV1().Nodes().Get("},
-		{"", "nodes", "list", ""}:                             {file: "internal/agent/pods.go", snippet: "factory.Core().V1().Nodes()"},
-		{"", "nodes", "watch", ""}:                            {file: "internal/agent/pods.go", snippet: "factory.Core().V1().Nodes()"},
-		{"", "events", "create", ""}:                          {file: "internal/cli/agent.go", snippet: `EventSinkImpl{Interface: client.CoreV1().Events("")}`},
-		{"", "events", "patch", ""}:                           {file: "internal/cli/agent.go", snippet: `EventSinkImpl{Interface: client.CoreV1().Events("")}`},
-		{"", "configmaps", "get", ""}:                         {file: "internal/agent/checkpoint.go", snippet: "cs.CoreV1().ConfigMaps(ns).Get(ctx, name, ", pending: "the agent seeding new containers from checkpoints"},
+		{"", "nodes", "get", ""}:                              {file: "internal/agent/pods.go", snippet: "client.Nodes().Get("},
+		{"", "nodes", "list", ""}:                             {file: "internal/agent/pods.go", snippet: "client.Nodes().List(ctx, o)"},
+		{"", "nodes", "watch", ""}:                            {file: "internal/agent/pods.go", snippet: "client.Nodes().Watch(ctx, o)"},
+		{"", "events", "create", ""}:                          {file: "internal/agent/run.go", snippet: `EventSinkImpl{Interface: cs.core.Events("")}`},
+		{"", "events", "patch", ""}:                           {file: "internal/agent/run.go", snippet: `EventSinkImpl{Interface: cs.core.Events("")}`},
+		{"", "configmaps", "get", ""}:                         {file: "internal/agent/checkpoint.go", snippet: "cs.ConfigMaps(ns).Get(ctx, name, ", pending: "the agent seeding new containers from checkpoints"},
 		{"autoscaling.snug.dev", "snugpolicies", "list", ""}:  {file: "internal/agent/policy.go", snippet: `pc.SnugPolicies("").List(`},
 		{"autoscaling.snug.dev", "snugpolicies", "watch", ""}: {file: "internal/agent/policy.go", snippet: `pc.SnugPolicies("").Watch(`},
 	},
@@ -90,9 +90,9 @@ var needs = map[string]map[perm]use{
 	},
 	// client-go's LeaseLock: Get, then Create or Update.
 	"Role/snug-system/snug-controller-leader-election": {
-		{"coordination.k8s.io", "leases", "create", ""}:                {file: "internal/cli/controller.go", snippet: "&resourcelock.LeaseLock{"},
-		{"coordination.k8s.io", "leases", "get", "snug-controller"}:    {file: "internal/cli/controller.go", snippet: `leaseName = "snug-controller"`},
-		{"coordination.k8s.io", "leases", "update", "snug-controller"}: {file: "internal/cli/controller.go", snippet: `leaseName = "snug-controller"`},
+		{"coordination.k8s.io", "leases", "create", ""}:                {file: "internal/controller/run.go", snippet: "&resourcelock.LeaseLock{"},
+		{"coordination.k8s.io", "leases", "get", "snug-controller"}:    {file: "internal/controller/run.go", snippet: `leaseName = "snug-controller"`},
+		{"coordination.k8s.io", "leases", "update", "snug-controller"}: {file: "internal/controller/run.go", snippet: `leaseName = "snug-controller"`},
 	},
 	// Server-side apply sends a PATCH, authorized as a create of the same
 	// name too when the CRD is new (apiserver handlers/patch.go); the wait

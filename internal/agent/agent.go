@@ -45,9 +45,10 @@ type Config struct {
 	CgroupRoot string
 	// Observer, if set, sees every new point from the loop goroutine.
 	Observer Observer
-	// AfterPass, if set, is called on the loop goroutine after each pass
-	// with how long it took (by the Agent's clock) and how many containers
-	// it read. `snug bench agent` uses it.
+	// AfterPass, if set, is a hook called on the loop goroutine after each
+	// pass with how long it took (by the Agent's clock) and how many
+	// containers it read; it must return quickly. Measurements use it
+	// (internal/agent/agentbench).
 	AfterPass func(took time.Duration, containers int)
 }
 

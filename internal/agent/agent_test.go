@@ -16,6 +16,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/snug-dev/snug/internal/agent/agenttest"
 )
 
 var t0 = time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
@@ -31,7 +33,7 @@ type testNode struct {
 func newTestNode(t *testing.T, layout string, n int, mod func(*Config)) *testNode {
 	t.Helper()
 	root := t.TempDir()
-	pods, err := WriteSyntheticNode(root, layout, n)
+	pods, err := agenttest.WriteSyntheticNode(root, layout, n)
 	if err != nil {
 		t.Fatal(err)
 	}

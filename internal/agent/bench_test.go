@@ -6,18 +6,20 @@ import (
 	"time"
 
 	"k8s.io/utils/clock"
+
+	"github.com/snug-dev/snug/internal/agent/agenttest"
 )
 
 // BenchmarkPass is one sampling pass over 110 containers (the kubelet's
 // default pod limit) on a generated tree, per layout. The files sit on the
 // test's temporary filesystem, so this is the agent's own cost (syscalls,
 // parsing, bookkeeping), not the kernel's cost of producing memory.stat;
-// `snug bench agent` on a real host adds that.
+// `snug-lab bench agent` on a real host adds that.
 func BenchmarkPass(b *testing.B) {
 	for _, layout := range []string{"v1", "v2"} {
 		b.Run(layout, func(b *testing.B) {
 			root := b.TempDir()
-			pods, err := WriteSyntheticNode(root, layout, 110)
+			pods, err := agenttest.WriteSyntheticNode(root, layout, 110)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -14,7 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	"github.com/snug-dev/snug/api/v1alpha1"
 	"github.com/snug-dev/snug/internal/history"
@@ -47,7 +47,7 @@ const (
 type CheckpointConfig struct {
 	// Client reads checkpoint ConfigMaps (get configmaps) and patches the
 	// snapshot annotation onto pods (patch pods). Required.
-	Client kubernetes.Interface
+	Client typedcorev1.CoreV1Interface
 	// PublishInterval is the least time between two snapshots of a pod,
 	// and from tracking a pod to its first. 0 means DefaultPublishInterval.
 	PublishInterval time.Duration
@@ -116,7 +116,7 @@ func (d *Decider) UseCheckpoints(cfg CheckpointConfig) error {
 	cs := cfg.Client
 	d.ckpt = newCheckpoints(cfg.PublishInterval, d.clock,
 		func(ctx context.Context, ns, name string) (map[string]string, error) {
-			cm, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
+			cm, err := cs.ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
 			if apierrors.IsNotFound(err) {
 				return nil, nil
 			}
@@ -126,7 +126,7 @@ func (d *Decider) UseCheckpoints(cfg CheckpointConfig) error {
 			return cm.Data, nil
 		},
 		func(ctx context.Context, ns, name string, patch []byte) error {
-			_, err := cs.CoreV1().Pods(ns).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+			_, err := cs.Pods(ns).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
 			return err
 		})
 	return nil

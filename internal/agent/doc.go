@@ -7,10 +7,12 @@
 //
 // Its decision step (Decider, installed by Agent.Decide as the loop's
 // Observer) decides and actuates for the pods on its node that a SnugPolicy
-// covers: every sample goes to internal/recommend, every resizing decision
-// is planned by internal/resize against the node's room and sent to the
-// pod's resize subresource off the loop goroutine, and the outcome goes back
-// to the recommender. The send itself is a SendFunc (PatchResize today).
+// covers (matched by internal/policy, bound on informer events): every
+// sample goes through a pure decide step to internal/recommend, every
+// resizing decision is planned by internal/resize against the node's room
+// and handed to the per-pod actuation queue (actuation.go), which sends,
+// waits and reverts through internal/actuate off the loop goroutine; the
+// outcome goes back to the recommender on the loop goroutine.
 // With Decider.UseCheckpoints it also keeps the workload's learnt history
 // (checkpoint.go): it publishes what each covered pod learnt in the pod's
 // snapshot annotation and starts each new container from its policy's

@@ -12,6 +12,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/snug-dev/snug/api/v1alpha1"
+	"github.com/snug-dev/snug/internal/agent/agenttest"
 	"github.com/snug-dev/snug/internal/recommend"
 )
 
@@ -22,7 +23,7 @@ func TestPassAllocationsWithDecider(t *testing.T) {
 	const n = 20
 	measure := func(t *testing.T, decider bool) float64 {
 		root := t.TempDir()
-		pods, err := WriteSyntheticNode(root, "v2", n)
+		pods, err := agenttest.WriteSyntheticNode(root, "v2", n)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,16 +9,50 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 )
 
+// The agent builds its informers from cache.ListWatch over the typed core/v1
+// client, not from client-go's informer factory: the factory's package links
+// an informer and a lister for every API group, which the agent's RSS pays
+// for on every node.
+
+// podListWatch lists and watches the pods whose fields match selector.
+func podListWatch(client typedcorev1.CoreV1Interface, selector string) *cache.ListWatch {
+	return &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.FieldSelector = selector
+			return client.Pods(metav1.NamespaceAll).List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.FieldSelector = selector
+			return client.Pods(metav1.NamespaceAll).Watch(ctx, o)
+		},
+	}
+}
+
+// nodeListWatch lists and watches the nodes whose fields match selector.
+func nodeListWatch(client typedcorev1.CoreV1Interface, selector string) *cache.ListWatch {
+	return &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.FieldSelector = selector
+			return client.Nodes().List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.FieldSelector = selector
+			return client.Nodes().Watch(ctx, o)
+		},
+	}
+}
+
 // CheckNode returns an error if the node does not exist or the API server
 // cannot be reached.
-func CheckNode(ctx context.Context, client kubernetes.Interface, node string) error {
-	_, err := client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+func CheckNode(ctx context.Context, client typedcorev1.CoreV1Interface, node string) error {
+	_, err := client.Nodes().Get(ctx, node, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return fmt.Errorf("node %q does not exist: %w", node, err)
 	}
@@ -35,13 +69,9 @@ func CheckNode(ctx context.Context, client kubernetes.Interface, node string) er
 // synced), or with an error if that takes longer than syncTimeout; the
 // informer runs until ctx is done. The returned lister reads the informer's
 // cache of the node's pods (the Decider plans from it).
-func WatchPods(ctx context.Context, client kubernetes.Interface, node string, a *Agent, syncTimeout time.Duration) (corelisters.PodLister, error) {
-	factory := informers.NewSharedInformerFactoryWithOptions(client, 0,
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-			o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", node).String()
-		}))
-	podInformer := factory.Core().V1().Pods()
-	inf := podInformer.Informer()
+func WatchPods(ctx context.Context, client typedcorev1.CoreV1Interface, node string, a *Agent, syncTimeout time.Duration) (corelisters.PodLister, error) {
+	inf := cache.NewSharedIndexInformer(podListWatch(client, fields.OneTermEqualSelector("spec.nodeName", node).String()),
+		&corev1.Pod{}, 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	// Handlers only record what the pod says; the loop acts on it.
 	_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { upsert(a, obj) },
@@ -58,14 +88,14 @@ func WatchPods(ctx context.Context, client kubernetes.Interface, node string, a 
 	if err != nil {
 		return nil, fmt.Errorf("watching pods of node %s: %w", node, err)
 	}
-	factory.Start(ctx.Done())
+	go inf.RunWithContext(ctx)
 	syncCtx, cancel := context.WithTimeout(ctx, syncTimeout)
 	defer cancel()
 	if !cache.WaitForCacheSync(syncCtx.Done(), inf.HasSynced) {
 		return nil, fmt.Errorf("listing pods of node %s: not done after %v: %w", node, syncTimeout, context.Cause(syncCtx))
 	}
 	a.SetSynced()
-	return podInformer.Lister(), nil
+	return corelisters.NewPodLister(inf.GetIndexer()), nil
 }
 
 func upsert(a *Agent, obj any) {
@@ -76,19 +106,15 @@ func upsert(a *Agent, obj any) {
 
 // WatchNode runs an informer over the one node and returns a function that
 // reads it from the informer's cache, for its allocatable.
-func WatchNode(ctx context.Context, client kubernetes.Interface, node string, syncTimeout time.Duration) (func() (*corev1.Node, error), error) {
-	factory := informers.NewSharedInformerFactoryWithOptions(client, 0,
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", node).String()
-		}))
-	nodes := factory.Core().V1().Nodes()
-	inf := nodes.Informer()
-	factory.Start(ctx.Done())
+func WatchNode(ctx context.Context, client typedcorev1.CoreV1Interface, node string, syncTimeout time.Duration) (func() (*corev1.Node, error), error) {
+	inf := cache.NewSharedIndexInformer(nodeListWatch(client, fields.OneTermEqualSelector("metadata.name", node).String()),
+		&corev1.Node{}, 0, cache.Indexers{})
+	go inf.RunWithContext(ctx)
 	syncCtx, cancel := context.WithTimeout(ctx, syncTimeout)
 	defer cancel()
 	if !cache.WaitForCacheSync(syncCtx.Done(), inf.HasSynced) {
 		return nil, fmt.Errorf("watching node %s: not listed after %v: %w", node, syncTimeout, context.Cause(syncCtx))
 	}
-	lister := nodes.Lister()
+	lister := corelisters.NewNodeLister(inf.GetIndexer())
 	return func() (*corev1.Node, error) { return lister.Get(node) }, nil
 }

@@ -16,6 +16,9 @@ import (
 // it too; the code that watches starts them again.
 const requestTimeout = 30 * time.Second
 
+// noKubeconfig is the error of a command that found no kubeconfig.
+const noKubeconfig = "no kubeconfig found (tried --kubeconfig, $KUBECONFIG, ~/.kube/config); for the lab use --kubeconfig \"$(snug-lab kubeconfig)\" or eval \"$(snug-lab env)\""
+
 // kubeOptions are the flags of subcommands that talk to a cluster.
 type kubeOptions struct {
 	// kubeconfig is --kubeconfig; empty means $KUBECONFIG, then
@@ -51,9 +54,9 @@ func (o *kubeOptions) connect() (*cluster, error) {
 	cfg, err := cc.ClientConfig()
 	if err != nil {
 		if clientcmd.IsEmptyConfig(err) {
-			return nil, errors.New("no kubeconfig found (tried --kubeconfig, $KUBECONFIG, ~/.kube/config); for the lab use --kubeconfig \"$(snug lab kubeconfig)\" or eval \"$(snug lab env)\"")
+			return nil, errors.New(noKubeconfig)
 		}
-		return nil, fmt.Errorf("loading kubeconfig: %w (for the lab: --kubeconfig \"$(snug lab kubeconfig)\")", err)
+		return nil, fmt.Errorf("loading kubeconfig: %w (for the lab: --kubeconfig \"$(snug-lab kubeconfig)\")", err)
 	}
 	ns, _, err := cc.Namespace()
 	if err != nil {
@@ -79,5 +82,5 @@ func (c *cluster) explain(err error) error {
 	if errors.As(err, &status) || !errors.As(err, &uerr) {
 		return err
 	}
-	return fmt.Errorf("cannot reach the API server at %s (is the cluster up? for the lab: snug lab status): %w", c.server, err)
+	return fmt.Errorf("cannot reach the API server at %s (is the cluster up? for the lab: snug-lab status): %w", c.server, err)
 }

@@ -1,6 +1,9 @@
-// Package cli holds snug's subcommands, one file each. It parses flags into
-// each subcommand's Options, validates them and calls into the packages that
-// do the work; it never exits the process (only main does).
+// Package cli holds the subcommands of snug, the user's CLI and kubectl
+// plugin (status, resize, trace), one file each. It parses flags into each
+// subcommand's Options, validates them and calls into the packages that do
+// the work; it never exits the process (only main does). The in-cluster
+// components (snug-agent, snug-controller) and the lab (snug-lab) are
+// binaries of their own.
 package cli
 
 import (
@@ -62,9 +65,6 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newLabCommand(stdout, stderr), newDemoCommand(stdout, stderr),
-		newAgentCommand(stdout, stderr), newBenchCommand(stdout, stderr),
-		newResizeCommand(stdout), newStatusCommand(stdout), newTraceCommand(stdout, stderr),
-		newControllerCommand())
+	root.AddCommand(newResizeCommand(stdout), newStatusCommand(stdout), newTraceCommand(stdout, stderr))
 	return root
 }

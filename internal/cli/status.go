@@ -444,3 +444,10 @@ func watchStatus(ctx context.Context, cl *cluster, pods podLister, o *statusOpti
 	}
 	return nil
 }
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-1] + "…"
+}

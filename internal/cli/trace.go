@@ -14,7 +14,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/snug-dev/snug/internal/lab"
 	"github.com/snug-dev/snug/internal/trace"
 )
 
@@ -191,21 +190,16 @@ changes (--table, the default). A saved recording renders again with
 	return cmd
 }
 
-// restConfig resolves the kubeconfig and namespace the way kubectl does;
-// without any kubeconfig it falls back to the lab's, when present.
+// client resolves the kubeconfig and namespace the way kubectl does
+// (--kubeconfig, then $KUBECONFIG, then ~/.kube/config).
 func (o *traceOptions) client() (*kubernetes.Clientset, string, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	if o.kubeconfig != "" {
-		rules.ExplicitPath = o.kubeconfig
-	} else if os.Getenv(clientcmd.RecommendedConfigPathEnvVar) == "" {
-		if _, err := os.Stat(clientcmd.RecommendedHomeFile); err != nil {
-			if labConfig := lab.NewOptions().Kubeconfig(); fileExists(labConfig) {
-				rules.ExplicitPath = labConfig
-			}
-		}
-	}
+	rules.ExplicitPath = o.kubeconfig
 	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{})
 	cfg, err := cc.ClientConfig()
+	if clientcmd.IsEmptyConfig(err) {
+		return nil, "", errors.New(noKubeconfig)
+	}
 	if err != nil {
 		return nil, "", fmt.Errorf("loading kubeconfig: %w", err)
 	}
@@ -222,11 +216,6 @@ func (o *traceOptions) client() (*kubernetes.Clientset, string, error) {
 		return nil, "", fmt.Errorf("making a client: %w", err)
 	}
 	return cs, ns, nil
-}
-
-func fileExists(p string) bool {
-	_, err := os.Stat(p)
-	return err == nil
 }
 
 func runTrace(cmd *cobra.Command, o *traceOptions, args []string, stdout, stderr io.Writer) error {

@@ -16,7 +16,7 @@
 //     optionally the node's cgroup root when the node is this machine.
 //
 // It does not judge: a result records what was seen and never asserts what
-// should have been. test/e2e asserts; `snug demo` prints. It does not plan
+// should have been. test/e2e asserts; `snug-lab demo` prints. It does not plan
 // resizes (internal/resize does) and it does not manage the lab.
 //
 // Every wait is bounded by Env.Timeout and fails with an error that names

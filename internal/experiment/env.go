@@ -49,7 +49,7 @@ type Env struct {
 	// from the watch goroutines too, so it must be safe for concurrent use.
 	Clock clock.PassiveClock
 	// OnStep, if set, is called with each step as it is recorded, from the
-	// goroutine running the experiment. `snug demo` prints from it.
+	// goroutine running the experiment. `snug-lab demo` prints from it.
 	OnStep func(Step)
 }
 

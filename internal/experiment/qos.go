@@ -94,7 +94,7 @@ func RunQoS(ctx context.Context, o QoSOptions) (run *QoSRun, err error) {
 		for name := range written {
 			_ = os.Remove(filepath.Join(o.LoadDir, name))
 		}
-		err = errors.Join(err, qosDeleteNamespace(context.WithoutCancel(ctx), o.Client, ns.Name))
+		err = errors.Join(err, DeleteNamespace(context.WithoutCancel(ctx), o.Client, ns.Name, cleanupTimeout))
 	}()
 	if err := qosWaitServiceAccount(ctx, o.Client, ns.Name, timeout); err != nil {
 		return run, err
@@ -166,13 +166,6 @@ func qosWaitServiceAccount(ctx context.Context, client kubernetes.Interface, ns 
 	})
 	if err != nil {
 		return fmt.Errorf("waiting for the default service account in %s: %w", ns, err)
-	}
-	return nil
-}
-
-func qosDeleteNamespace(ctx context.Context, client kubernetes.Interface, ns string) error {
-	if err := client.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
-		return fmt.Errorf("deleting namespace %s: %w", ns, err)
 	}
 	return nil
 }

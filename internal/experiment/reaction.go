@@ -2,12 +2,9 @@ package experiment
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"time"
@@ -26,7 +23,7 @@ import (
 	"github.com/snug-dev/snug/internal/trace"
 )
 
-// The field report's wall-3 experiment, as `snug bench reaction` runs it:
+// The field report's wall-3 experiment, as `snug-lab bench reaction` runs it:
 // two replicas of snug-load at cpu 50m (limit 100m), under an autoscaler,
 // then a load step to 400m, and how long each autoscaler takes to resize.
 const (
@@ -57,7 +54,7 @@ type ReactionEnv struct {
 	// VerticalPodAutoscalers (VPA runs).
 	Policies *policyclient.Client
 	Dynamic  dynamic.Interface
-	// AgentURL is the snug agent's HTTP base (snug runs; optional for VPA
+	// AgentURL is the snug-agent's HTTP base (snug runs; optional for VPA
 	// runs, where it only gives the trace its usage line).
 	AgentURL string
 	// LoadDir is the host directory of snug-load's control files.
@@ -213,7 +210,7 @@ func containerOf(s trace.Sample, name string) (trace.Container, bool) {
 }
 
 // SnugReaction runs the experiment once under a SnugPolicy
-// (InPlaceOrRecreate) against the snug agent at env.AgentURL, which must
+// (InPlaceOrRecreate) against the snug-agent at env.AgentURL, which must
 // run with --autoscale on the pods' node. The run is never nil.
 func SnugReaction(ctx context.Context, env ReactionEnv) (*ReactionRun, error) {
 	if env.Policies == nil || env.AgentURL == "" {
@@ -559,31 +556,6 @@ func CreateNamespace(ctx context.Context, client kubernetes.Interface, prefix st
 	return ns.Name, nil
 }
 
-// DeleteNamespace deletes ns and waits until it is gone, so that the next
-// run finds the node as it was.
-func DeleteNamespace(ctx context.Context, client kubernetes.Interface, ns string, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	nsc := client.CoreV1().Namespaces()
-	err := nsc.Delete(ctx, ns, metav1.DeleteOptions{})
-	if err == nil || apierrors.IsNotFound(err) {
-		err = poll(ctx, 250*time.Millisecond, func(ctx context.Context) (bool, error) {
-			_, gerr := nsc.Get(ctx, ns, metav1.GetOptions{})
-			if apierrors.IsNotFound(gerr) {
-				return true, nil
-			}
-			return false, nil
-		})
-	}
-	if errors.Is(err, context.DeadlineExceeded) {
-		err = fmt.Errorf("still there after %s", timeout)
-	}
-	if err != nil {
-		return fmt.Errorf("deleting namespace %s: %w", ns, err)
-	}
-	return nil
-}
-
 // waitVPATarget polls the VerticalPodAutoscaler every half second until its
 // cpu target for the workload's container satisfies cond, and returns it.
 // A zero timeout waits until ctx ends.
@@ -617,7 +589,7 @@ func waitAgent(ctx context.Context, agentURL, ns, pod string, timeout time.Durat
 	var got agent.ContainerJSON
 	var last error
 	err := poll(ctx, 200*time.Millisecond, func(ctx context.Context) (bool, error) {
-		c, ok, err := agentContainer(ctx, agentURL, ns, pod, "limit=30")
+		c, ok, err := agentContainer(ctx, agentURL, ns, pod, agent.Query{Limit: 30})
 		last = err
 		if err != nil || !ok {
 			return false, nil
@@ -633,36 +605,18 @@ func waitAgent(ctx context.Context, agentURL, ns, pod string, timeout time.Durat
 
 // agentContainer reads the workload container of a pod from the agent's
 // JSON API; ok is false when the agent does not know the pod (yet).
-func agentContainer(ctx context.Context, agentURL, ns, pod, query string) (agent.ContainerJSON, bool, error) {
-	u := agentURL + "/api/v1/namespaces/" + url.PathEscape(ns) + "/pods/" + url.PathEscape(pod) + "?" + query
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return agent.ContainerJSON{}, false, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return agent.ContainerJSON{}, false, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode == http.StatusNotFound {
+func agentContainer(ctx context.Context, agentURL, ns, pod string, q agent.Query) (agent.ContainerJSON, bool, error) {
+	ct, err := agent.NewAPIClient(agentURL).Container(ctx, ns, pod, ReactionContainer, q)
+	if errors.Is(err, agent.ErrNotSampled) {
 		return agent.ContainerJSON{}, false, nil
 	}
-	if resp.StatusCode != http.StatusOK {
-		return agent.ContainerJSON{}, false, fmt.Errorf("GET %s: %s", u, resp.Status)
+	if err != nil {
+		return agent.ContainerJSON{}, false, err
 	}
-	var list agent.ContainerList
-	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
-		return agent.ContainerJSON{}, false, fmt.Errorf("GET %s: %w", u, err)
-	}
-	for _, c := range list.Containers {
-		if c.Container == ReactionContainer {
-			return c, true, nil
-		}
-	}
-	return agent.ContainerJSON{}, false, nil
+	return *ct, true, nil
 }
 
-// AgentUsage is a trace.UsageSource that asks a snug agent's JSON API for
+// AgentUsage is a trace.UsageSource that asks a snug-agent's JSON API for
 // a container's latest sample. It is safe for concurrent use.
 type AgentUsage struct {
 	// URL is the agent's HTTP base.
@@ -673,29 +627,13 @@ type AgentUsage struct {
 func (a *AgentUsage) Usage(ns, pod, container string) (trace.Usage, bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
-	u := a.URL + "/api/v1/namespaces/" + url.PathEscape(ns) + "/pods/" + url.PathEscape(pod) + "?limit=1"
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
+	c, err := agent.NewAPIClient(a.URL).Container(ctx, ns, pod, container, agent.Query{Limit: 1})
+	if err != nil || !c.Latest.HasRate || c.Latest.CPUUsageMillicores == nil {
 		return trace.Usage{}, false
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return trace.Usage{}, false
+	u := trace.Usage{CPUMillis: *c.Latest.CPUUsageMillicores, MemoryBytes: int64(c.Latest.MemoryWorkingSetBytes)}
+	if c.Latest.CPUThrottledFraction != nil {
+		u.ThrottledFraction = *c.Latest.CPUThrottledFraction
 	}
-	defer resp.Body.Close()
-	var list agent.ContainerList
-	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&list) != nil {
-		return trace.Usage{}, false
-	}
-	for _, c := range list.Containers {
-		if c.Container != container || !c.Latest.HasRate || c.Latest.CPUUsageMillicores == nil {
-			continue
-		}
-		u := trace.Usage{CPUMillis: *c.Latest.CPUUsageMillicores, MemoryBytes: int64(c.Latest.MemoryWorkingSetBytes)}
-		if c.Latest.CPUThrottledFraction != nil {
-			u.ThrottledFraction = *c.Latest.CPUThrottledFraction
-		}
-		return u, true
-	}
-	return trace.Usage{}, false
+	return u, true
 }

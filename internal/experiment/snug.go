@@ -19,8 +19,8 @@ import (
 // SnugOptions says how to run snug's agent and controller as processes of
 // this machine against a cluster whose node is this machine (the lab).
 type SnugOptions struct {
-	// Binary is the snug binary to run.
-	Binary string
+	// BinDir holds the snug-agent and snug-controller binaries to run.
+	BinDir string
 	// Node is the name of this machine's node, for the agent's --node.
 	Node string
 	// Kubeconfig is the agent's kubeconfig.
@@ -70,7 +70,7 @@ func startProc(name, logPath, bin string, args ...string) (*proc, error) {
 	cmd.Stdout, cmd.Stderr = f, f
 	if err := cmd.Start(); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("starting snug %s: %w", name, err)
+		return nil, fmt.Errorf("starting snug-%s: %w", name, err)
 	}
 	p := &proc{name: name, cmd: cmd, log: f, exited: make(chan error, 1)}
 	go func() { p.exited <- cmd.Wait() }()
@@ -108,12 +108,12 @@ func (p *proc) stop(grace time.Duration) error {
 	}
 }
 
-// StartSnug starts `snug agent --autoscale` and `snug controller
-// --install-crds` and returns once the agent is ready and the controller
+// StartSnug starts `snug-agent --autoscale` and `snug-controller
+// --install-crds` from o.BinDir and returns once the agent is ready and the controller
 // holds its Lease. Stop ends both.
 func StartSnug(ctx context.Context, client kubernetes.Interface, o SnugOptions) (s *Snug, err error) {
-	if o.Binary == "" || o.Node == "" || o.Kubeconfig == "" || o.LogDir == "" {
-		return nil, errors.New("start snug: Binary, Node, Kubeconfig and LogDir are required")
+	if o.BinDir == "" || o.Node == "" || o.Kubeconfig == "" || o.LogDir == "" {
+		return nil, errors.New("start snug: BinDir, Node, Kubeconfig and LogDir are required")
 	}
 	if err := os.MkdirAll(o.LogDir, 0o755); err != nil {
 		return nil, err
@@ -142,13 +142,13 @@ func StartSnug(ctx context.Context, client kubernetes.Interface, o SnugOptions) 
 	if leaseNS == "" {
 		leaseNS = "kube-system"
 	}
-	s.controller, err = startProc("controller", s.ControllerLog, o.Binary, append([]string{"controller",
+	s.controller, err = startProc("controller", s.ControllerLog, filepath.Join(o.BinDir, "snug-controller"), append([]string{
 		"--kubeconfig", ckube, "--install-crds", "--leader-election-namespace", leaseNS,
 		"--metrics-addr", addrs[1], "--health-addr", addrs[2]}, o.ControllerArgs...)...)
 	if err != nil {
 		return s, err
 	}
-	s.agent, err = startProc("agent", s.AgentLog, o.Binary, append([]string{"agent", "--autoscale",
+	s.agent, err = startProc("agent", s.AgentLog, filepath.Join(o.BinDir, "snug-agent"), append([]string{"--autoscale",
 		"--node", o.Node, "--kubeconfig", o.Kubeconfig, "--listen", addrs[0], "-v", "1"}, o.AgentArgs...)...)
 	if err != nil {
 		return s, err

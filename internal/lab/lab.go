@@ -43,7 +43,7 @@ func Up(ctx context.Context, o *Options, log io.Writer) (err error) {
 	case len(running) == len(componentNames):
 		return ErrAlreadyUp
 	case len(running) > 0:
-		return fmt.Errorf("the lab is partly up (%s running); run 'snug lab down' first", strings.Join(running, ", "))
+		return fmt.Errorf("the lab is partly up (%s running); run 'snug-lab down' first", strings.Join(running, ", "))
 	}
 	start := time.Now()
 	if err := EnsurePackages(ctx, o.InstallPackages, log); err != nil {

@@ -40,10 +40,10 @@ func inNetNS(o *Options, argv ...string) []string {
 // cause, when a link or namespace of that name exists that is not the lab's.
 func setupNetwork(ctx context.Context, o *Options) error {
 	if _, err := os.Stat(netnsPath(o)); err == nil {
-		return fmt.Errorf("network namespace %s already exists; run 'snug lab down' first", o.NetNS)
+		return fmt.Errorf("network namespace %s already exists; run 'snug-lab down' first", o.NetNS)
 	}
 	if _, err := os.Stat(filepath.Join("/sys/class/net", hostLink)); err == nil {
-		return fmt.Errorf("network link %s already exists; run 'snug lab down' first", hostLink)
+		return fmt.Errorf("network link %s already exists; run 'snug-lab down' first", hostLink)
 	}
 	prefix := func(addr string) string { return addr + "/30" }
 	hostAddr, _ := netip.ParseAddr(o.HostIP)

@@ -6,7 +6,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -29,7 +29,7 @@ import (
 	"github.com/snug-dev/snug/internal/experiment"
 )
 
-// TestAgent runs the real `snug agent` binary as a host process against the
+// TestAgent runs the real `snug-agent` binary as a host process against the
 // lab and holds what its JSON API says to what snug-load pods do: a CPU
 // level, throttling after a load step, a memory level, an OOM kill, and a
 // deleted pod leaving the API and /metrics.
@@ -63,8 +63,8 @@ func TestAgent(t *testing.T) {
 		// A deleted pod leaves the API and /metrics.
 		deletePod(t, ns, p)
 		waitFor(t, "load-cpu to leave the agent's API and /metrics", time.Minute, func() (bool, error) {
-			code, _ := ag.get(t, "/api/v1/namespaces/"+ns+"/pods/"+p)
-			return code == http.StatusNotFound && !strings.Contains(ag.metrics(t), `pod="load-cpu"`), nil
+			_, err := ag.api().Pod(t.Context(), ns, p, agent.Query{})
+			return errors.Is(err, agent.ErrNotSampled) && !strings.Contains(ag.metrics(t), `pod="load-cpu"`), nil
 		})
 	})
 
@@ -142,10 +142,9 @@ func TestAgent(t *testing.T) {
 	ag.logCost(t)
 	// Every pod is deleted: the agent forgets them within a pass or two.
 	waitFor(t, "the agent to list no container of "+ns, time.Minute, func() (bool, error) {
-		code, body := ag.get(t, "/api/v1/containers")
-		var list agent.ContainerList
-		if err := json.Unmarshal(body, &list); code != 200 || err != nil {
-			return false, fmt.Errorf("GET /api/v1/containers = %d %v", code, err)
+		list, err := ag.api().Containers(t.Context(), agent.Query{})
+		if err != nil {
+			return false, err
 		}
 		for _, c := range list.Containers {
 			if c.Namespace == ns {
@@ -156,10 +155,10 @@ func TestAgent(t *testing.T) {
 	})
 }
 
-// agentProc is a `snug agent` started by the test.
+// agentProc is a `snug-agent` started by the test.
 type agentProc struct {
 	cmd        *exec.Cmd
-	base       string
+	base       string // the agent's HTTP base, for /metrics and /readyz
 	started    time.Time
 	startTicks uint64
 	log        *bytes.Buffer
@@ -173,11 +172,11 @@ func startAgent(t *testing.T, extraArgs ...string) *agentProc {
 	}
 	addr := freeAddr(t)
 	log := &bytes.Buffer{}
-	cmd := exec.Command(filepath.Join(bin, "snug"), append([]string{"agent", "--node", labOpts.NodeName,
+	cmd := exec.Command(filepath.Join(bin, "snug-agent"), append([]string{"--node", labOpts.NodeName,
 		"--kubeconfig", labOpts.Kubeconfig(), "--listen", addr, "-v", "1"}, extraArgs...)...)
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting snug agent: %v", err)
+		t.Fatalf("starting snug-agent: %v", err)
 	}
 	a := &agentProc{cmd: cmd, base: "http://" + addr, started: time.Now(), log: log}
 	exited := make(chan error, 1)
@@ -189,20 +188,20 @@ func startAgent(t *testing.T, extraArgs ...string) *agentProc {
 		select {
 		case err := <-exited:
 			if err != nil {
-				t.Errorf("snug agent exited with %v after SIGTERM", err)
+				t.Errorf("snug-agent exited with %v after SIGTERM", err)
 			}
 		case <-time.After(20 * time.Second):
 			_ = syscall.Kill(cmd.Process.Pid, syscall.SIGKILL)
 			<-exited
-			t.Errorf("snug agent did not stop within 20s of SIGTERM")
+			t.Errorf("snug-agent did not stop within 20s of SIGTERM")
 		}
-		t.Logf("snug agent output:\n%s", tail(log.String(), 60))
+		t.Logf("snug-agent output:\n%s", tail(log.String(), 60))
 	})
-	waitFor(t, "snug agent /readyz", time.Minute, func() (bool, error) {
+	waitFor(t, "snug-agent /readyz", time.Minute, func() (bool, error) {
 		select {
 		case err := <-exited:
 			exited <- err
-			return false, fmt.Errorf("snug agent exited: %v\n%s", err, log.String())
+			return false, fmt.Errorf("snug-agent exited: %v\n%s", err, log.String())
 		default:
 		}
 		resp, err := http.Get(a.base + "/readyz")
@@ -215,6 +214,9 @@ func startAgent(t *testing.T, extraArgs ...string) *agentProc {
 	a.started, a.startTicks = time.Now(), cpuTicks(t, cmd.Process.Pid)
 	return a
 }
+
+// api is a client of the agent's JSON API.
+func (a *agentProc) api() *agent.APIClient { return agent.NewAPIClient(a.base) }
 
 func (a *agentProc) get(t *testing.T, path string) (int, []byte) {
 	t.Helper()
@@ -245,21 +247,15 @@ func (a *agentProc) waitPoints(t *testing.T, ns, pod, container string, cond fun
 	t.Helper()
 	var pts []agent.PointJSON
 	waitFor(t, fmt.Sprintf("the agent's samples of %s/%s/%s", ns, pod, container), 2*time.Minute, func() (bool, error) {
-		code, body := a.get(t, "/api/v1/namespaces/"+ns+"/pods/"+pod)
-		if code == http.StatusNotFound {
+		c, err := a.api().Container(t.Context(), ns, pod, container, agent.Query{})
+		if errors.Is(err, agent.ErrNotSampled) {
 			return false, nil
 		}
-		var list agent.ContainerList
-		if err := json.Unmarshal(body, &list); code != 200 || err != nil {
-			return false, fmt.Errorf("GET pod %s: %d %v: %s", pod, code, err, body)
+		if err != nil {
+			return false, err
 		}
-		for _, c := range list.Containers {
-			if c.Container == container {
-				pts = c.History
-				return cond(pts), nil
-			}
-		}
-		return false, nil
+		pts = c.History
+		return cond(pts), nil
 	})
 	return pts
 }
@@ -280,7 +276,7 @@ func (a *agentProc) logCost(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("snug agent cost on the lab: %.2fs CPU over %.1fs wall = %.2f%% of one core; %s", cpu, wall, 100*cpu/wall, strings.Join(rss, ", "))
+	t.Logf("snug-agent cost on the lab: %.2fs CPU over %.1fs wall = %.2f%% of one core; %s", cpu, wall, 100*cpu/wall, strings.Join(rss, ", "))
 }
 
 // cpuTicks is utime+stime of pid from /proc/PID/stat, in clock ticks.

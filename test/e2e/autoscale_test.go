@@ -4,9 +4,8 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"sync"
@@ -33,7 +32,7 @@ import (
 // 10s the first shrink comes about a minute after a drop).
 const stabilizationSeconds = 30
 
-// TestAutoscale runs the real `snug agent` (autoscale on) as a host process
+// TestAutoscale runs the real `snug-agent` (autoscale on) as a host process
 // against the lab with the SnugPolicy CRD installed, and holds issue 5's
 // proof to it: a single-replica Deployment under an InPlace policy is grown
 // in place when its load steps from 50m to 400m at a 100m limit, throttling
@@ -313,21 +312,15 @@ func (a *agentProc) waitAutoscale(t *testing.T, ns, pod string, timeout time.Dur
 	t.Helper()
 	var got agent.ContainerJSON
 	waitFor(t, fmt.Sprintf("the agent's view of %s/%s", ns, pod), timeout, func() (bool, error) {
-		code, body := a.get(t, "/api/v1/namespaces/"+ns+"/pods/"+pod+"?limit=30")
-		if code == http.StatusNotFound {
+		c, err := a.api().Container(t.Context(), ns, pod, "app", agent.Query{Limit: 30})
+		if errors.Is(err, agent.ErrNotSampled) {
 			return false, nil
 		}
-		var list agent.ContainerList
-		if err := json.Unmarshal(body, &list); code != 200 || err != nil {
-			return false, fmt.Errorf("GET pod %s: %d %v: %s", pod, code, err, body)
+		if err != nil {
+			return false, err
 		}
-		for _, c := range list.Containers {
-			if c.Container == "app" {
-				got = c
-				return cond(c), nil
-			}
-		}
-		return false, nil
+		got = *c
+		return cond(got), nil
 	})
 	return got
 }

@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// TestBenchReaction runs `snug bench reaction --autoscaler snug --runs 2`
+// TestBenchReaction runs `snug-lab bench reaction --autoscaler snug --runs 2`
 // against the lab TestMain brought up (the command reuses it and leaves it
 // up) and checks that the printed table parses and has T3 for every run.
 // The figures are logged, not asserted against the goal: timed goals are
@@ -19,12 +19,12 @@ import (
 func TestBenchReaction(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, snugBin(t), "bench", "reaction", "--autoscaler", "snug", "--runs", "2",
+	cmd := exec.CommandContext(ctx, snugLabBin(t), "bench", "reaction", "--autoscaler", "snug", "--runs", "2",
 		"--kubernetes-version", labOpts.KubernetesVersion, "--dir", labOpts.Dir, "--timeout", "2m")
 	out, err := cmd.CombinedOutput()
-	t.Logf("$ snug bench reaction --autoscaler snug --runs 2\n%s", out)
+	t.Logf("$ snug-lab bench reaction --autoscaler snug --runs 2\n%s", out)
 	if err != nil {
-		t.Fatalf("snug bench reaction: %v", err)
+		t.Fatalf("snug-lab bench reaction: %v", err)
 	}
 	if !strings.Contains(string(out), "using the lab that is up") {
 		t.Errorf("the command did not reuse the lab that is up")

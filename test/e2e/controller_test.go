@@ -51,7 +51,7 @@ const (
 	statusTimeout = time.Minute
 )
 
-// TestController runs the real binary (bin/snug controller) as a host
+// TestController runs the real binary (bin/snug-controller) as a host
 // process against the lab and holds it to docs/controller.md: target
 // resolution, conditions, HPA detection, overlap, the learnt-history
 // checkpoint and the eviction fallback within PodDisruptionBudgets.
@@ -98,7 +98,7 @@ func TestController(t *testing.T) {
 	t.Run("metrics", testControllerMetrics)
 }
 
-// startController runs bin/snug controller until the test ends, then stops
+// startController runs bin/snug-controller until the test ends, then stops
 // it by its PID and waits for it.
 func startController(t *testing.T) {
 	t.Helper()
@@ -111,7 +111,7 @@ func startController(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(filepath.Join(bin, "snug"), "controller",
+	cmd := exec.Command(filepath.Join(bin, "snug-controller"),
 		"--kubeconfig", labOpts.Kubeconfig(), "--install-crds",
 		"--metrics-addr", controllerMetricsAddr, "--health-addr", controllerHealthAddr)
 	cmd.Stdout, cmd.Stderr = logFile, logFile

@@ -20,7 +20,7 @@ import (
 // deferredAfterSeconds is the test policies' behavior.deferred.afterSeconds.
 const deferredAfterSeconds = 5
 
-// TestAutoscaleDeferred runs the real `snug agent` against a node filled so
+// TestAutoscaleDeferred runs the real `snug-agent` against a node filled so
 // that a resize is Deferred: the field report's experiment (a filler pod
 // beside a Guaranteed pod resized beyond the room) with a SnugPolicy over
 // the pod. Under behavior.deferred.action FitToNode the agent lowers the

@@ -16,7 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// TestDemo runs the built `snug demo` as a user would, against the lab
+// TestDemo runs the built `snug-lab demo` as a user would, against the lab
 // TestMain brought up (the demo reuses it and leaves it up), and holds its
 // output to issue 5's promise: snug's agent and controller start, a load
 // step, snug status --watch catches the resize, and the summary shows the
@@ -29,16 +29,16 @@ func TestDemo(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 8*time.Minute)
 	defer cancel()
 	var out bytes.Buffer
-	cmd := exec.CommandContext(ctx, filepath.Join(bin, "snug"), "demo",
+	cmd := exec.CommandContext(ctx, filepath.Join(bin, "snug-lab"), "demo",
 		"--kubernetes-version", labOpts.KubernetesVersion, "--dir", labOpts.Dir, "--cache-dir", labOpts.CacheDir, "--timeout", "90s")
 	cmd.Stdout, cmd.Stderr = &out, &out
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 	cmd.WaitDelay = time.Minute
 	start := time.Now()
 	err := cmd.Run()
-	t.Logf("snug demo took %.1fs; its output:\n%s", time.Since(start).Seconds(), out.String())
+	t.Logf("snug-lab demo took %.1fs; its output:\n%s", time.Since(start).Seconds(), out.String())
 	if err != nil {
-		t.Fatalf("snug demo: %v", err)
+		t.Fatalf("snug-lab demo: %v", err)
 	}
 	text := out.String()
 	for _, want := range []string{

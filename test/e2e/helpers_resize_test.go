@@ -13,13 +13,13 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/snug-dev/snug/internal/actuate"
+	"github.com/snug-dev/snug/internal/experiment"
 	"github.com/snug-dev/snug/internal/resize"
 )
 
@@ -40,22 +40,8 @@ func testNamespace(t *testing.T, prefix string) string {
 		t.Fatalf("creating namespace: %v", err)
 	}
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		zero := int64(0)
-		_ = client.CoreV1().Pods(ns.Name).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{})
-		if err := client.CoreV1().Namespaces().Delete(ctx, ns.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			t.Errorf("deleting namespace %s: %v", ns.Name, err)
-			return
-		}
-		if err := pollUntil(ctx, 200*time.Millisecond, func() (bool, error) {
-			_, err := client.CoreV1().Namespaces().Get(ctx, ns.Name, metav1.GetOptions{})
-			if apierrors.IsNotFound(err) {
-				return true, nil
-			}
-			return false, err
-		}); err != nil {
-			t.Errorf("namespace %s not gone: %v", ns.Name, err)
+		if err := experiment.DeleteNamespace(context.Background(), client, ns.Name, 2*time.Minute); err != nil {
+			t.Error(err)
 		}
 	})
 	return ns.Name
@@ -226,19 +212,26 @@ func clientWithTimeout(t *testing.T, timeout time.Duration) kubernetes.Interface
 	return c
 }
 
-// snugBin is the built snug binary.
-func snugBin(t *testing.T) string {
+// builtBin is the built binary name ($SNUG_BIN, else ../../bin): snug,
+// snug-agent, snug-controller or snug-lab.
+func builtBin(t *testing.T, name string) string {
 	t.Helper()
 	bin := os.Getenv("SNUG_BIN")
 	if bin == "" {
 		bin, _ = filepath.Abs("../../bin")
 	}
-	p := filepath.Join(bin, "snug")
+	p := filepath.Join(bin, name)
 	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("snug binary: %v (run make build)", err)
+		t.Fatalf("%s binary: %v (run make build)", name, err)
 	}
 	return p
 }
+
+// snugBin is the built snug binary, the user's CLI.
+func snugBin(t *testing.T) string { t.Helper(); return builtBin(t, "snug") }
+
+// snugLabBin is the built snug-lab binary: the lab, demo and benches.
+func snugLabBin(t *testing.T) string { t.Helper(); return builtBin(t, "snug-lab") }
 
 // runSnug runs bin/snug with args against the lab and returns its output
 // and exit code.

@@ -93,7 +93,7 @@ func TestRBAC(t *testing.T) {
 	logDir := t.TempDir()
 	start := time.Now()
 	s, err := experiment.StartSnug(ctx, client, experiment.SnugOptions{
-		Binary: filepath.Join(bin, "snug"), Node: labOpts.NodeName, LogDir: logDir,
+		BinDir: bin, Node: labOpts.NodeName, LogDir: logDir,
 		Kubeconfig: agentKube, ControllerKubeconfig: controllerKube, LeaseNamespace: rbac.Namespace,
 	})
 	if s != nil {

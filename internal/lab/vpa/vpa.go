@@ -58,14 +58,14 @@ func Up(ctx context.Context, o *Options, log io.Writer) (err error) {
 	case len(running) == len(processNames):
 		return ErrAlreadyUp
 	case len(running) > 0:
-		return fmt.Errorf("VPA is partly up (%s running); run 'snug lab vpa down' first", strings.Join(running, ", "))
+		return fmt.Errorf("VPA is partly up (%s running); run 'snug-lab vpa down' first", strings.Join(running, ", "))
 	}
 	c, dyn, err := clients(o)
 	if err != nil {
 		return err
 	}
 	if err := c.Discovery().RESTClient().Get().AbsPath("/readyz").Do(ctx).Error(); err != nil {
-		return fmt.Errorf("the lab's API server is not ready (run 'snug lab up' first): %w", err)
+		return fmt.Errorf("the lab's API server is not ready (run 'snug-lab up' first): %w", err)
 	}
 	start := time.Now()
 	if err := EnsureBinaries(ctx, o, log); err != nil {

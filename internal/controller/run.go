@@ -1,4 +1,4 @@
-package cli
+package controller
 
 import (
 	"context"
@@ -14,7 +14,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset/typed/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,7 +27,6 @@ import (
 
 	policyclient "github.com/snug-dev/snug/api/v1alpha1/client"
 	"github.com/snug-dev/snug/config/crd"
-	"github.com/snug-dev/snug/internal/controller"
 	"github.com/snug-dev/snug/internal/install"
 )
 
@@ -42,8 +40,8 @@ const (
 	leaseName = "snug-controller"
 )
 
-// ControllerOptions configure 'snug controller'.
-type ControllerOptions struct {
+// Options configure the snug-controller binary: its flags.
+type Options struct {
 	// Kubeconfig is the kubeconfig file; empty means in-cluster, then
 	// $KUBECONFIG, then ~/.kube/config.
 	Kubeconfig string
@@ -63,9 +61,9 @@ type ControllerOptions struct {
 	Workers int
 }
 
-// NewControllerOptions returns the defaults.
-func NewControllerOptions() *ControllerOptions {
-	return &ControllerOptions{
+// NewOptions returns the defaults.
+func NewOptions() *Options {
+	return &Options{
 		LeaderElect:             true,
 		LeaderElectionNamespace: "kube-system",
 		MetricsAddr:             "127.0.0.1:9465",
@@ -75,7 +73,7 @@ func NewControllerOptions() *ControllerOptions {
 }
 
 // AddFlags registers the options' flags on fs.
-func (o *ControllerOptions) AddFlags(fs *pflag.FlagSet) {
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "kubeconfig file (default: in-cluster, then $KUBECONFIG, then ~/.kube/config)")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "reconcile only while holding the Lease "+leaseName+", so several replicas can run")
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace, "namespace of the leader election Lease")
@@ -86,7 +84,7 @@ func (o *ControllerOptions) AddFlags(fs *pflag.FlagSet) {
 }
 
 // Validate reports options that cannot work.
-func (o *ControllerOptions) Validate() error {
+func (o *Options) Validate() error {
 	var errs []error
 	for flag, addr := range map[string]string{"--metrics-addr": o.MetricsAddr, "--health-addr": o.HealthAddr} {
 		if addr == "" {
@@ -115,26 +113,10 @@ func (o *ControllerOptions) Validate() error {
 	return errors.Join(errs...)
 }
 
-func newControllerCommand() *cobra.Command {
-	opts := NewControllerOptions()
-	cmd := &cobra.Command{
-		Use:   "controller",
-		Short: "Reconcile SnugPolicies: targets, status, conditions, learnt history, eviction fallback",
-		Args:  cobra.NoArgs,
-		PreRunE: func(*cobra.Command, []string) error {
-			return opts.Validate()
-		},
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runController(cmd.Context(), opts)
-		},
-	}
-	opts.AddFlags(cmd.Flags())
-	return cmd
-}
-
-// runController runs the controller until ctx ends (nil) or leadership is
-// lost (an error, so that the process restarts with a clean state).
-func runController(ctx context.Context, o *ControllerOptions) error {
+// Run runs the controller with validated options until ctx ends (nil) or
+// leadership is lost (an error, so that the process restarts with a clean
+// state).
+func Run(ctx context.Context, o *Options) error {
 	log := klog.NewKlogr().WithName("controller")
 	ctx = klog.NewContext(ctx, log)
 
@@ -171,7 +153,7 @@ func runController(ctx context.Context, o *ControllerOptions) error {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	metrics := controller.NewMetrics(reg)
+	metrics := NewMetrics(reg)
 
 	// Listen before anything runs, so a taken port fails at once.
 	var servers []*http.Server
@@ -213,12 +195,12 @@ func runController(ctx context.Context, o *ControllerOptions) error {
 		return err
 	}
 
-	recorder, stopEvents := controller.NewRecorder(cs)
+	recorder, stopEvents := NewRecorder(cs)
 	defer stopEvents()
 	run := func(ctx context.Context) error {
 		metrics.Leader.Set(1)
 		defer metrics.Leader.Set(0)
-		return controller.New(cs, pc, recorder, metrics, controller.Config{Workers: o.Workers}).Run(ctx)
+		return New(cs, pc, recorder, metrics, Config{Workers: o.Workers}).Run(ctx)
 	}
 	if !o.LeaderElect {
 		return run(ctx)

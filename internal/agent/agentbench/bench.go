@@ -1,4 +1,4 @@
-package cli
+package agentbench
 
 import (
 	"bufio"
@@ -14,27 +14,15 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"k8s.io/utils/clock"
 
 	"github.com/snug-dev/snug/internal/agent"
+	"github.com/snug-dev/snug/internal/agent/agenttest"
 )
 
-// newBenchCommand groups the commands that measure snug's own cost and print
-// figures. Each component adds a subcommand.
-func newBenchCommand(stdout, _ io.Writer) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "bench",
-		Short: "Measure snug's own cost and reaction time and print the figures",
-		Args:  cobra.NoArgs,
-	}
-	cmd.AddCommand(newBenchAgentCommand(stdout), newBenchReactionCommand(stdout), newBenchQoSCommand(stdout))
-	return cmd
-}
-
-// benchAgentOptions configures `snug bench agent`.
-type benchAgentOptions struct {
+// Options configure one measurement (snug-lab bench agent's flags).
+type Options struct {
 	// Containers is how many single-container pods the generated node has.
 	Containers int
 	// Interval is the agent's sampling interval.
@@ -47,11 +35,12 @@ type benchAgentOptions struct {
 	History int
 }
 
-func newBenchAgentOptions() *benchAgentOptions {
-	return &benchAgentOptions{Containers: 110, Interval: time.Second, Duration: 30 * time.Second, Layout: "v2", History: agent.DefaultHistorySize}
+func NewOptions() *Options {
+	return &Options{Containers: 110, Interval: time.Second, Duration: 30 * time.Second, Layout: "v2", History: agent.DefaultHistorySize}
 }
 
-func (o *benchAgentOptions) AddFlags(fs *pflag.FlagSet) {
+// AddFlags registers the options' flags on fs.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.Containers, "containers", o.Containers, "containers on the generated node (the kubelet's default pod limit is 110)")
 	fs.DurationVar(&o.Interval, "interval", o.Interval, "sampling interval")
 	fs.DurationVar(&o.Duration, "duration", o.Duration, "how long to measure")
@@ -59,7 +48,8 @@ func (o *benchAgentOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.History, "history", o.History, "points kept per container")
 }
 
-func (o *benchAgentOptions) Validate() error {
+// Validate reports options that cannot work, naming their flags.
+func (o *Options) Validate() error {
 	var errs []error
 	if o.Containers < 1 || o.Containers > 10000 {
 		errs = append(errs, fmt.Errorf("--containers %d is out of range [1, 10000]", o.Containers))
@@ -76,40 +66,31 @@ func (o *benchAgentOptions) Validate() error {
 	return errors.Join(errs...)
 }
 
-func (o *benchAgentOptions) config(root string) agent.Config {
+func (o *Options) config(root string) agent.Config {
 	c := agent.NewConfig()
 	c.Node, c.Interval, c.HistorySize, c.CgroupRoot = "synthetic", o.Interval, o.History, root
 	return c
 }
 
-func newBenchAgentCommand(stdout io.Writer) *cobra.Command {
-	o := newBenchAgentOptions()
-	cmd := &cobra.Command{
-		Use:   "agent",
-		Short: "Run the agent's sampling loop over a generated node and print its CPU and memory cost",
-		Long: `Writes a cgroup tree for --containers single-container pods to a temporary
-directory, feeds the pods to the real agent (no API server), runs its loop
-for --duration and prints CPU (getrusage delta over wall time, in percent of
-one core), RSS (VmRSS) and Go heap, and the median and p99 of the passes.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.Validate(); err != nil {
-				return withExitCode(2, err)
-			}
-			return runBenchAgent(cmd.Context(), o, stdout)
-		},
-	}
-	o.AddFlags(cmd.Flags())
-	return cmd
+// Args are the flags that make another process's Options equal o.
+func (o *Options) Args() []string {
+	return []string{"--containers", fmt.Sprint(o.Containers), "--interval", o.Interval.String(),
+		"--duration", o.Duration.String(), "--layout", o.Layout, "--history", fmt.Sprint(o.History)}
 }
 
-func runBenchAgent(ctx context.Context, o *benchAgentOptions, out io.Writer) error {
+// Run writes the generated node, feeds its pods to a real agent.Agent (no
+// API server), runs its loop for o.Duration after one warm-up pass and
+// prints to out the CPU (getrusage delta over wall time, in percent of one
+// core), the memory (VmRSS, its anonymous and file-backed parts, Go heap)
+// and the median and p99 of the passes. The figures are this process's: run
+// it in a process that links what the agent links (cmd/snug-agent-bench).
+func Run(ctx context.Context, o *Options, out io.Writer) error {
 	root, err := os.MkdirTemp("", "snug-bench-agent-")
 	if err != nil {
 		return fmt.Errorf("making the generated node: %w", err)
 	}
 	defer os.RemoveAll(root)
-	pods, err := agent.WriteSyntheticNode(root, o.Layout, o.Containers)
+	pods, err := agenttest.WriteSyntheticNode(root, o.Layout, o.Containers)
 	if err != nil {
 		return err
 	}
@@ -192,7 +173,7 @@ func runBenchAgent(ctx context.Context, o *benchAgentOptions, out io.Writer) err
 		}
 		return ds[min(len(ds)-1, int(q*float64(len(ds))))]
 	}
-	fmt.Fprintf(out, "snug bench agent: %d containers (%d tracked), cgroup %s layout, every %v, %d points each, measured %.1fs\n",
+	fmt.Fprintf(out, "snug-lab bench agent: %d containers (%d tracked), cgroup %s layout, every %v, %d points each, measured %.1fs\n",
 		o.Containers, tracked, o.Layout, o.Interval, o.History, wall.Seconds())
 	fmt.Fprintf(out, "  cpu      %.3f%% of one core (%v user+system over %.1fs wall)\n", 100*cpu.Seconds()/wall.Seconds(), cpu.Round(time.Microsecond), wall.Seconds())
 	fmt.Fprintf(out, "  passes   %d, median %v, p99 %v, max %v (%.1f µs per container)\n",

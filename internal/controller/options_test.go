@@ -1,4 +1,4 @@
-package cli
+package controller
 
 import (
 	"strings"
@@ -24,7 +24,7 @@ func TestControllerOptions(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			o := NewControllerOptions()
+			o := NewOptions()
 			fs := pflag.NewFlagSet("controller", pflag.ContinueOnError)
 			o.AddFlags(fs)
 			if err := fs.Parse(tt.args); err != nil {
@@ -39,7 +39,7 @@ func TestControllerOptions(t *testing.T) {
 			}
 		})
 	}
-	if o := NewControllerOptions(); !o.LeaderElect || o.MetricsAddr != "127.0.0.1:9465" {
+	if o := NewOptions(); !o.LeaderElect || o.MetricsAddr != "127.0.0.1:9465" {
 		t.Errorf("defaults changed: %+v", o)
 	}
 }

@@ -1,4 +1,4 @@
-package cli
+package labcli
 
 import (
 	"errors"
@@ -14,16 +14,11 @@ import (
 	"github.com/snug-dev/snug/internal/lab"
 )
 
-func newLabCommand(stdout, stderr io.Writer) *cobra.Command {
+// newLabCommands are the lab's commands (up, down, status, kubeconfig, env,
+// kubectl, build, vpa): a real single-node Kubernetes on this machine (etcd,
+// control plane, containerd, kubelet). Each carries the lab's flags.
+func newLabCommands(stdout, stderr io.Writer) []*cobra.Command {
 	opts := lab.NewOptions()
-	cmd := &cobra.Command{
-		Use:   "lab",
-		Short: "A real single-node Kubernetes on this machine (etcd, control plane, containerd, kubelet)",
-		PersistentPreRunE: func(*cobra.Command, []string) error {
-			return opts.Validate()
-		},
-	}
-	opts.AddFlags(cmd.PersistentFlags())
 
 	up := &cobra.Command{
 		Use:   "up",
@@ -104,7 +99,7 @@ func newLabCommand(stdout, stderr io.Writer) *cobra.Command {
 	}
 	env := &cobra.Command{
 		Use:   "env",
-		Short: "Print shell exports for kubectl against the lab: eval \"$(snug lab env)\"",
+		Short: "Print shell exports for kubectl against the lab: eval \"$(snug-lab env)\"",
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			fmt.Fprintf(stdout, "export KUBECONFIG=%s\nexport PATH=%s:$PATH\n", opts.Kubeconfig(), opts.BinDir())
@@ -140,8 +135,12 @@ func newLabCommand(stdout, stderr io.Writer) *cobra.Command {
 			return nil
 		},
 	}
-	cmd.AddCommand(up, down, status, kubeconfig, env, kubectl, build, newLabVPACommand(opts, stdout))
-	return cmd
+	cmds := []*cobra.Command{up, down, status, kubeconfig, env, kubectl, build}
+	for _, c := range cmds {
+		opts.AddFlags(c.PersistentFlags())
+		c.PersistentPreRunE = func(*cobra.Command, []string) error { return opts.Validate() }
+	}
+	return append(cmds, newLabVPACommand(opts, stdout))
 }
 
 func truncate(s string, n int) string {

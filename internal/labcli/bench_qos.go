@@ -1,4 +1,4 @@
-package cli
+package labcli
 
 import (
 	"bufio"
@@ -27,11 +27,11 @@ import (
 	"github.com/snug-dev/snug/internal/trace"
 )
 
-// qosAutoscalers are the autoscalers `snug bench qos` can run, in the
+// qosAutoscalers are the autoscalers `snug-lab bench qos` can run, in the
 // order they run.
 var qosAutoscalers = []string{"snug", "vpa"}
 
-// benchQoSOptions configures `snug bench qos`.
+// benchQoSOptions configures `snug-lab bench qos`.
 type benchQoSOptions struct {
 	lab *lab.Options
 	// Autoscalers are the autoscalers to run, one after the other.
@@ -101,7 +101,7 @@ pod UIDs (an eviction shows as a new pod), resize conditions and events.
 It prints the timeline and a one-line verdict per autoscaler.
 
 snug runs as this binary's agent and controller on the lab's node; VPA is
-the lab's upstream VPA (snug lab vpa).`,
+the lab's upstream VPA (snug-lab vpa).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.Validate(); err != nil {
@@ -136,7 +136,7 @@ func runBenchQoS(ctx context.Context, o *benchQoSOptions, out io.Writer) (err er
 	if v, verr := client.Discovery().ServerVersion(); verr == nil {
 		server = v.GitVersion
 	}
-	fmt.Fprintf(out, "snug bench qos: the field report's wall 4 on Kubernetes %s (node %s)\n", server, o.lab.NodeName)
+	fmt.Fprintf(out, "snug-lab bench qos: the field report's wall 4 on Kubernetes %s (node %s)\n", server, o.lab.NodeName)
 	fmt.Fprintf(out, "  workload  Deployment %s: %d snug-load pods, Guaranteed (cpu 100m/100m, memory 64Mi/64Mi), burning 50m\n",
 		experiment.QoSDeployment, experiment.QoSReplicas)
 	fmt.Fprintf(out, "  policy    updateMode InPlaceOrRecreate, controlledValues RequestsOnly, cpu and memory\n")
@@ -187,7 +187,7 @@ func benchQoSSnug(ctx context.Context, o *benchQoSOptions, client kubernetes.Int
 	}
 	fmt.Fprintf(out, "\n== snug: agent and controller of %s, SnugPolicy updateMode InPlaceOrRecreate, controlledValues RequestsOnly (logs in %s)\n", exe, logDir)
 	s, err := experiment.StartSnug(ctx, client, experiment.SnugOptions{
-		Binary: exe, Node: o.lab.NodeName, Kubeconfig: o.lab.Kubeconfig(), LogDir: logDir,
+		BinDir: filepath.Dir(exe), Node: o.lab.NodeName, Kubeconfig: o.lab.Kubeconfig(), LogDir: logDir,
 	})
 	if err != nil {
 		return nil, err

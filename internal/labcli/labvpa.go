@@ -1,4 +1,4 @@
-package cli
+package labcli
 
 import (
 	"errors"
@@ -13,7 +13,7 @@ import (
 	"github.com/snug-dev/snug/internal/lab/vpa"
 )
 
-// newLabVPACommand is 'snug lab vpa': upstream VPA and metrics-server
+// newLabVPACommand is 'snug-lab vpa': upstream VPA and metrics-server
 // against the lab whose options the parent command holds.
 func newLabVPACommand(labOpts *lab.Options, stdout io.Writer) *cobra.Command {
 	opts := vpa.NewOptions(labOpts)
@@ -24,6 +24,7 @@ func newLabVPACommand(labOpts *lab.Options, stdout io.Writer) *cobra.Command {
 			return opts.Validate()
 		},
 	}
+	labOpts.AddFlags(cmd.PersistentFlags())
 	opts.AddFlags(cmd.PersistentFlags())
 	up := &cobra.Command{
 		Use:   "up",

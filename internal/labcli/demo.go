@@ -1,4 +1,4 @@
-package cli
+package labcli
 
 import (
 	"bufio"
@@ -18,7 +18,7 @@ import (
 	"github.com/snug-dev/snug/internal/lab"
 )
 
-// demoOptions configures `snug demo`.
+// demoOptions configures `snug-lab demo`.
 type demoOptions struct {
 	lab *lab.Options
 	// keepLab leaves a lab the demo brought up running.
@@ -90,7 +90,7 @@ and 3 instead (a resize patched by hand; a Deferred resize).`,
 	return cmd
 }
 
-const demoExperimentsIntro = `snug demo --experiments: resizing a running pod in place, on a real Kubernetes
+const demoExperimentsIntro = `snug-lab demo --experiments: resizing a running pod in place, on a real Kubernetes
 
 snug is a vertical pod autoscaler that changes a running pod's CPU and memory
 without restarting it. It builds on Kubernetes' in-place pod resize: a patch
@@ -199,7 +199,7 @@ func runDemoExperiments(ctx context.Context, o *demoOptions, out io.Writer) (err
 
 func printLabLeftUp(out io.Writer, up bool) {
 	if up {
-		fmt.Fprintf(out, "The lab is up: eval \"$(snug lab env)\" && kubectl get nodes; snug lab down when done.\n")
+		fmt.Fprintf(out, "The lab is up: eval \"$(snug-lab env)\" && kubectl get nodes; snug-lab down when done.\n")
 	}
 }
 

@@ -1,4 +1,4 @@
-package cli
+package labcli
 
 import (
 	"context"
@@ -26,7 +26,7 @@ import (
 	"github.com/snug-dev/snug/internal/trace"
 )
 
-// The autoscalers `snug bench reaction` knows.
+// The autoscalers `snug-lab bench reaction` knows.
 const (
 	autoscalerSnug = "snug"
 	autoscalerVPA  = "vpa"
@@ -38,7 +38,7 @@ const (
 	goalP95T3Seconds    = 5
 )
 
-// benchReactionOptions configures `snug bench reaction`.
+// benchReactionOptions configures `snug-lab bench reaction`.
 type benchReactionOptions struct {
 	lab *lab.Options
 	// Autoscalers run one after the other, in this order.
@@ -161,7 +161,7 @@ func runBenchReaction(ctx context.Context, o *benchReactionOptions, out io.Write
 	}
 	cfg.Timeout = requestTimeout
 	env := experiment.ReactionEnv{Client: client, LoadDir: o.lab.LoadDir(), Timeout: o.Timeout, Log: out}
-	fmt.Fprintf(out, "snug bench reaction: Kubernetes %s, %d run(s) each of %s\n", version, o.Runs, strings.Join(o.Autoscalers, ", "))
+	fmt.Fprintf(out, "snug-lab bench reaction: Kubernetes %s, %d run(s) each of %s\n", version, o.Runs, strings.Join(o.Autoscalers, ", "))
 	fmt.Fprintf(out, "workload: 2 replicas of snug-load at cpu 50m/100m, memory 64Mi/128Mi; load step to %s\n\n", experiment.ReactionStep)
 
 	results := map[string][]*experiment.ReactionRun{}
@@ -206,7 +206,7 @@ func benchSnugRuns(ctx context.Context, o *benchReactionOptions, env experiment.
 	}
 	fmt.Fprintf(env.Log, "snug: starting the agent and controller (logs in %s)\n", logDir)
 	s, err := experiment.StartSnug(ctx, env.Client, experiment.SnugOptions{
-		Binary: exe, Node: o.lab.NodeName, Kubeconfig: o.lab.Kubeconfig(), LogDir: logDir, Timeout: o.Timeout,
+		BinDir: filepath.Dir(exe), Node: o.lab.NodeName, Kubeconfig: o.lab.Kubeconfig(), LogDir: logDir, Timeout: o.Timeout,
 	})
 	if err != nil {
 		return nil, err

@@ -1,12 +1,10 @@
-package cli
+package labcli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,7 +12,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/kubernetes"
@@ -24,6 +21,7 @@ import (
 	"github.com/snug-dev/snug/api/v1alpha1"
 	policyclient "github.com/snug-dev/snug/api/v1alpha1/client"
 	"github.com/snug-dev/snug/internal/agent"
+	"github.com/snug-dev/snug/internal/cli"
 	"github.com/snug-dev/snug/internal/experiment"
 )
 
@@ -40,7 +38,7 @@ const (
 	demoSettleTimeout = 90 * time.Second
 )
 
-const demoIntro = `snug demo: snug grows a running pod in place when its load steps up
+const demoIntro = `snug-lab demo: snug grows a running pod in place when its load steps up
 
 snug is a vertical pod autoscaler that changes a running pod's CPU and memory
 without restarting it, within seconds. Its agent (one per node) reads every
@@ -135,7 +133,7 @@ func (d *demoRun) startSnug(ctx context.Context, self string) error {
 `)
 	start := time.Now()
 	d.snug, err = experiment.StartSnug(ctx, d.client, experiment.SnugOptions{
-		Binary:     self,
+		BinDir:     filepath.Dir(self),
 		Node:       d.o.lab.NodeName,
 		Kubeconfig: d.o.lab.Kubeconfig(),
 		LogDir:     logDir,
@@ -270,13 +268,14 @@ func (d *demoRun) step(ctx context.Context, targets string, stop stopWhen) (*dem
 	wctx, stopWatch := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	defer func() { stopWatch(); wg.Wait() }()
-	so := &statusOptions{kube: kubeOptions{kubeconfig: d.o.lab.Kubeconfig(), namespace: d.ns}, output: "table", watch: true}
 	sw := &prefixWriter{w: d.out, prefix: "   "}
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		if err := runStatus(wctx, so, sw); err != nil && wctx.Err() == nil {
-			fmt.Fprintf(d.out, "   (snug status --watch: %v)\n", err)
+		// The user's own command, as they would run it.
+		args := []string{"status", "--watch", "--kubeconfig", d.o.lab.Kubeconfig(), "-n", d.ns}
+		if code := cli.Run(wctx, args, sw, sw); code != 0 && wctx.Err() == nil {
+			fmt.Fprintf(d.out, "   (snug status --watch exited %d)\n", code)
 		}
 	}()
 	go func() {
@@ -302,8 +301,8 @@ func (d *demoRun) step(ctx context.Context, targets string, stop stopWhen) (*dem
 	sum.After = podFacts(after)
 	// The final table, once.
 	fmt.Fprintf(d.out, "\n   %s  the pod's status shows cpu %s: snug status -n %s\n", seen.Format("15:04:05.000"), sum.After.CPU, d.ns)
-	if err := runStatus(ctx, &statusOptions{kube: so.kube, output: "table"}, sw); err != nil {
-		return nil, err
+	if code := cli.Run(ctx, []string{"status", "--kubeconfig", d.o.lab.Kubeconfig(), "-n", d.ns}, sw, sw); code != 0 {
+		return nil, fmt.Errorf("snug status -n %s exited %d", d.ns, code)
 	}
 	sw.Flush()
 	// The agent's record of the resize arrives once it has seen the outcome.
@@ -377,7 +376,7 @@ func (d *demoRun) cleanUp(ctx context.Context) error {
 		if d.pod != "" {
 			_ = os.Remove(filepath.Join(d.o.lab.LoadDir(), d.pod))
 		}
-		errs = append(errs, deleteNamespace(ctx, d.client, d.ns))
+		errs = append(errs, experiment.DeleteNamespace(ctx, d.client, d.ns, 2*time.Minute))
 	} else if d.snug != nil {
 		fmt.Fprint(d.out, "\n== Cleaning up")
 	}
@@ -389,26 +388,6 @@ func (d *demoRun) cleanUp(ctx context.Context) error {
 		fmt.Fprintln(d.out)
 	}
 	return errors.Join(errs...)
-}
-
-func deleteNamespace(ctx context.Context, client kubernetes.Interface, ns string) error {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	_ = client.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}, metav1.ListOptions{})
-	if err := client.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("deleting namespace %s: %w", ns, err)
-	}
-	for {
-		_, err := client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("namespace %s not gone: %w", ns, ctx.Err())
-		case <-time.After(250 * time.Millisecond):
-		}
-	}
 }
 
 // waitAgent polls the agent's view of the demo pod's container until cond
@@ -436,35 +415,14 @@ func (d *demoRun) waitAgent(ctx context.Context, timeout time.Duration, what str
 	}
 }
 
-// agentContainer reads the container "app" of ns/pod from the agent's JSON
-// API; nil when the agent does not know the pod (yet).
+// agentContainer reads the demo pod's container from the agent's JSON API;
+// nil when the agent does not sample it (yet).
 func agentContainer(ctx context.Context, base, ns, pod string) (*agent.ContainerJSON, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/api/v1/namespaces/"+ns+"/pods/"+pod+"?limit=30", nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	switch resp.StatusCode {
-	case http.StatusOK:
-	case http.StatusNotFound:
+	c, err := agent.NewAPIClient(base).Container(ctx, ns, pod, "app", agent.Query{Limit: 30})
+	if errors.Is(err, agent.ErrNotSampled) {
 		return nil, nil
-	default:
-		return nil, fmt.Errorf("agent API: %s", resp.Status)
 	}
-	var list agent.ContainerList
-	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
-		return nil, fmt.Errorf("agent API: %w", err)
-	}
-	for i := range list.Containers {
-		if list.Containers[i].Container == "app" {
-			return &list.Containers[i], nil
-		}
-	}
-	return nil, nil
+	return c, err
 }
 
 // waitPod watches the pod from resourceVersion rv until ok holds for it,
@@ -547,6 +505,13 @@ type podState struct {
 	QoS                            corev1.PodQOSClass
 }
 
+func qtyOrDash(l corev1.ResourceList, r corev1.ResourceName) string {
+	if q, ok := l[r]; ok {
+		return q.String()
+	}
+	return "-"
+}
+
 func podFacts(p *corev1.Pod) podState {
 	var s podState
 	s.QoS = p.Status.QOSClass
@@ -554,8 +519,8 @@ func podFacts(p *corev1.Pod) podState {
 		cs := p.Status.ContainerStatuses[0]
 		s.Restarts, s.ContainerID = cs.RestartCount, cs.ContainerID
 		if cs.Resources != nil {
-			s.CPU = pairOf(*cs.Resources, corev1.ResourceCPU)
 			req, lim := cs.Resources.Requests[corev1.ResourceCPU], cs.Resources.Limits[corev1.ResourceCPU]
+			s.CPU = qtyOrDash(cs.Resources.Requests, corev1.ResourceCPU) + "/" + qtyOrDash(cs.Resources.Limits, corev1.ResourceCPU)
 			s.CPURequestMilli, s.CPULimitMilli = req.MilliValue(), lim.MilliValue()
 		}
 	}

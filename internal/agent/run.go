@@ -1,0 +1,188 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+
+	policyclient "github.com/snug-dev/snug/api/v1alpha1/client"
+	"github.com/snug-dev/snug/internal/cgroup"
+	"github.com/snug-dev/snug/internal/recommend"
+)
+
+// newLogger logs one line per message to w, up to verbosity v.
+func newLogger(w io.Writer, v int) logr.Logger {
+	return funcr.New(func(prefix, args string) {
+		if prefix != "" {
+			fmt.Fprintf(w, "%s %s: %s\n", time.Now().UTC().Format(time.RFC3339Nano), prefix, args)
+			return
+		}
+		fmt.Fprintf(w, "%s %s\n", time.Now().UTC().Format(time.RFC3339Nano), args)
+	}, funcr.Options{Verbosity: v})
+}
+
+// clients are the agent's connections to the API server: the typed core/v1
+// client (pods, nodes, configmaps, events) and the SnugPolicy client.
+type clients struct {
+	config   *rest.Config
+	core     typedcorev1.CoreV1Interface
+	policies *policyclient.Client
+}
+
+func newClients(kubeconfig string) (*clients, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = kubeconfig
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, nil).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("loading kubeconfig: %w", err)
+	}
+	cfg.UserAgent = "snug-agent"
+	core, err := typedcorev1.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("making a client: %w", err)
+	}
+	pc, err := policyclient.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("making a policy client: %w", err)
+	}
+	return &clients{config: cfg, core: core, policies: pc}, nil
+}
+
+// eventScheme knows only core/v1: the agent records events on pods, and a
+// scheme of every API group (client-go's kubernetes/scheme) would cost
+// every node's agent memory for nothing.
+func eventScheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	if err := corev1.AddToScheme(s); err != nil {
+		panic(fmt.Sprintf("registering core/v1: %v", err)) // a programming error
+	}
+	return s
+}
+
+// Run runs the agent with validated options until ctx is done (nil) or it
+// fails: it checks the node with the API server, serves the HTTP API on
+// o.Listen, watches the node's pods and, with o.Autoscale, decides and
+// resizes. It prints one line on stdout when it runs and one when it
+// stops, and logs to stderr.
+func Run(ctx context.Context, o *Options, stdout, stderr io.Writer) error {
+	log := newLogger(stderr, o.Verbosity)
+	ctx = logr.NewContext(ctx, log)
+
+	layout, err := cgroup.Reader{Root: o.CgroupRoot}.Layout()
+	if err != nil {
+		return fmt.Errorf("reading cgroups at %s: %w", o.CgroupRoot, err)
+	}
+	cs, err := newClients(o.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	checkCtx, cancel := context.WithTimeout(ctx, o.APITimeout)
+	err = CheckNode(checkCtx, cs.core, o.Node)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("checking the node with the API server: %w", err)
+	}
+	ln, err := net.Listen("tcp", o.Listen)
+	if err != nil {
+		return fmt.Errorf("listening for the API: %w", err)
+	}
+	defer ln.Close()
+
+	a, err := New(o.Config(), clock.RealClock{})
+	if err != nil {
+		return err
+	}
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	srv := &http.Server{Handler: a.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	srvErr := make(chan error, 1)
+	go func() { srvErr <- srv.Serve(ln) }()
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+
+	pods, err := WatchPods(ctx, cs.core, o.Node, a, o.APITimeout)
+	if err != nil {
+		return err
+	}
+	autoscale := "off"
+	if o.Autoscale {
+		d, stopEvents, err := startDecider(ctx, log, o, a, cs, pods)
+		if err != nil {
+			return err
+		}
+		defer stopEvents()
+		defer d.Wait()
+		autoscale = "on"
+		if o.DryRun {
+			autoscale = "dry run"
+		}
+	}
+	fmt.Fprintf(stdout, "snug-agent: node %s, cgroups %s at %s, every %v, %d points per container, autoscale %s, serving http://%s\n",
+		o.Node, layout, o.CgroupRoot, o.Interval, o.History, autoscale, ln.Addr())
+	loopErr := make(chan error, 1)
+	go func() { loopErr <- a.Run(ctx) }()
+	select {
+	case err = <-srvErr:
+		stop()
+		<-loopErr
+		return fmt.Errorf("serving the API: %w", err)
+	case err = <-loopErr:
+		if err != nil {
+			return err
+		}
+	}
+	fmt.Fprintln(stdout, "snug-agent: stopped")
+	return nil
+}
+
+// startDecider watches the node and the SnugPolicies and installs the
+// decision step. The returned function stops the event broadcaster.
+func startDecider(ctx context.Context, log logr.Logger, o *Options, a *Agent, cs *clients, pods corelisters.PodLister) (*Decider, func(), error) {
+	node, err := WatchNode(ctx, cs.core, o.Node, o.APITimeout)
+	if err != nil {
+		return nil, nil, err
+	}
+	policies, err := WatchPolicies(ctx, cs.policies, o.APITimeout)
+	if err != nil {
+		// Not fatal: the CRD may be installed later.
+		log.Error(err, "no SnugPolicies yet; retrying in the background")
+	}
+	b := record.NewBroadcaster(record.WithContext(ctx))
+	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cs.core.Events("")})
+	cfg := recommend.DefaultConfig()
+	cfg.CPUHalfLife = o.CPUHalfLife
+	d, err := a.Decide(DeciderConfig{
+		Pods: pods, Node: node, Policies: policies,
+		ResizeClient: cs.core, DryRun: o.DryRun,
+		Recorder:  b.NewRecorder(eventScheme(), corev1.EventSource{Component: "snug-agent", Host: o.Node}),
+		Recommend: cfg,
+	})
+	if err == nil && o.SnapshotInterval > 0 {
+		err = d.UseCheckpoints(CheckpointConfig{Client: cs.core, PublishInterval: o.SnapshotInterval})
+		if cfg.CPUHalfLife != recommend.DefaultConfig().CPUHalfLife {
+			log.Info("the controller folds only snapshots at the default half-lives; with --cpu-half-life " + cfg.CPUHalfLife.String() + " this agent's are skipped, and checkpoints do not seed it")
+		}
+	}
+	if err != nil {
+		b.Shutdown()
+		return nil, nil, err
+	}
+	return d, b.Shutdown, nil
+}

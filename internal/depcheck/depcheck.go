@@ -1,0 +1,105 @@
+// Package depcheck is for dependency tests (like tailscale's deps_test.go):
+// a test of a binary's main package lists what the package links, with
+// `go list -deps`, and fails on any forbidden import, naming who imports
+// it. It runs the go tool, so it is for tests only.
+package depcheck
+
+import (
+	"bytes"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// Forbidden is one rule: Path alone forbids exactly that package; Path
+// with Tree also forbids every package under it.
+type Forbidden struct {
+	Path string
+	Tree bool
+	// Why is said when the rule is broken.
+	Why string
+}
+
+func (f Forbidden) matches(pkg string) bool {
+	return pkg == f.Path || f.Tree && strings.HasPrefix(pkg, f.Path+"/")
+}
+
+// goTool is the go command: the one on PATH, else the one of the
+// toolchain that built the test.
+func goTool() string {
+	if p, err := exec.LookPath("go"); err == nil {
+		return p
+	}
+	return filepath.Join(runtime.GOROOT(), "bin", "go")
+}
+
+// Deps returns every package pkg links (pkg included), each with the
+// packages it imports directly. Test files do not count.
+func Deps(t testing.TB, pkg string) map[string][]string {
+	t.Helper()
+	cmd := exec.Command(goTool(), "list", "-deps", "-f", `{{.ImportPath}} {{join .Imports " "}}`, pkg)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list -deps %s: %v\n%s", pkg, err, stderr.String())
+	}
+	deps := map[string][]string{}
+	for line := range strings.Lines(string(out)) {
+		fields := strings.Fields(line)
+		if len(fields) == 0 {
+			continue
+		}
+		deps[fields[0]] = fields[1:]
+	}
+	return deps
+}
+
+// Check fails t once per package in pkg's dependencies that a rule
+// forbids, naming the rule, the package and the packages that import it.
+func Check(t testing.TB, pkg string, rules ...Forbidden) {
+	t.Helper()
+	deps := Deps(t, pkg)
+	var bad []string
+	for dep := range deps {
+		for _, r := range rules {
+			if r.matches(dep) {
+				bad = append(bad, fmt.Sprintf("%s links %s (%s), imported by %s", pkg, dep, r.Why, strings.Join(importers(deps, dep), ", ")))
+				break
+			}
+		}
+	}
+	slices.Sort(bad)
+	for _, b := range bad {
+		t.Error(b)
+	}
+}
+
+// importers are the packages among deps that import dep directly.
+func importers(deps map[string][]string, dep string) []string {
+	var out []string
+	for p, imports := range deps {
+		if slices.Contains(imports, dep) {
+			out = append(out, p)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// NotTheLab are the rules of every product binary (snug, snug-agent,
+// snug-controller): no lab (apt-get, network namespaces, PKI, the
+// Kubernetes build), experiments, load generator, lab commands or bench
+// fixtures.
+var NotTheLab = []Forbidden{
+	{Path: "github.com/snug-dev/snug/internal/lab", Tree: true, Why: "the lab"},
+	{Path: "github.com/snug-dev/snug/internal/experiment", Tree: true, Why: "the lab's experiments"},
+	{Path: "github.com/snug-dev/snug/internal/loadgen", Tree: true, Why: "the lab's load generator"},
+	{Path: "github.com/snug-dev/snug/internal/labcli", Tree: true, Why: "snug-lab's commands"},
+	{Path: "github.com/snug-dev/snug/internal/agent/agenttest", Tree: true, Why: "the agent's bench and test fixtures"},
+	{Path: "github.com/snug-dev/snug/internal/agent/agentbench", Tree: true, Why: "the agent's bench"},
+}
