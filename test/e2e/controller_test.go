@@ -95,7 +95,7 @@ func TestController(t *testing.T) {
 	t.Run("hpa", func(t *testing.T) { testControllerHPA(t, pc) })
 	t.Run("overlap", func(t *testing.T) { testControllerOverlap(t, pc) })
 	t.Run("evict", func(t *testing.T) { testControllerEvict(t, pc) })
-	t.Run("metrics", testControllerMetrics)
+	t.Run("metrics", func(t *testing.T) { testControllerMetrics(t, pc) })
 }
 
 // startController runs bin/snug-controller until the test ends, then stops
@@ -643,12 +643,37 @@ func scrapeMetrics(t *testing.T) string {
 	return string(b)
 }
 
-func testControllerMetrics(t *testing.T) {
-	b := scrapeMetrics(t)
+// testControllerMetrics checks the controller's series against a policy of
+// its own: the other subtests' policies are gone with their namespaces by
+// now, and a deleted policy's series are removed (Metrics.forget).
+func testControllerMetrics(t *testing.T, pc *policyclient.Client) {
+	ns := createNamespace(t, "snug-ctl-metrics-")
+	createPolicy(t, pc, ns, "m", v1alpha1.SnugPolicySpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "m"}}})
+	series := fmt.Sprintf(`snug_controller_policy_condition{namespace=%q,policy="m",type="NoPodsMatched"} 1`, ns)
+	var b string
+	err := wait.PollUntilContextTimeout(t.Context(), 250*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		b = scrapeMetrics(t)
+		return strings.Contains(b, series), nil
+	})
+	if err != nil {
+		t.Fatalf("waiting for %s on /metrics: %v", series, err)
+	}
 	for _, name := range []string{"snug_controller_reconciles_total", "snug_controller_reconcile_duration_seconds_bucket",
-		"snug_controller_policy_condition", "snug_controller_leader 1"} {
+		fmt.Sprintf(`snug_controller_policy_pods{namespace=%q,policy="m"} 0`, ns), "snug_controller_leader 1"} {
 		if !strings.Contains(b, name) {
 			t.Errorf("/metrics has no %s", name)
 		}
+	}
+	// A deleted policy's series go with it.
+	if err := pc.SnugPolicies(ns).Delete(t.Context(), "m", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	gone := `policy="m"`
+	err = wait.PollUntilContextTimeout(t.Context(), 250*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		m := scrapeMetrics(t)
+		return !strings.Contains(m, fmt.Sprintf(`namespace=%q,%s`, ns, gone)), nil
+	})
+	if err != nil {
+		t.Errorf("the deleted policy's series are still on /metrics: %v", err)
 	}
 }
