@@ -6,37 +6,14 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
-
-	"github.com/spf13/pflag"
 
 	"github.com/snug-dev/snug/internal/agent/agentbench"
+	"github.com/snug-dev/snug/internal/daemon"
 )
 
 func main() {
 	o := agentbench.NewOptions()
-	fs := pflag.NewFlagSet("snug-agent-bench", pflag.ContinueOnError)
-	o.AddFlags(fs)
-	if err := fs.Parse(os.Args[1:]); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			os.Exit(0)
-		}
-		fmt.Fprintf(os.Stderr, "snug-agent-bench: %v\n", err)
-		os.Exit(2)
-	}
-	if err := o.Validate(); err != nil {
-		fmt.Fprintf(os.Stderr, "snug-agent-bench: %v\n", err)
-		os.Exit(2)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := agentbench.Run(ctx, o, os.Stdout)
-	stop()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "snug-agent-bench: %v\n", err)
-		os.Exit(1)
-	}
+	os.Exit(daemon.Main("snug-agent-bench", "snug-agent-bench [flags]", os.Args[1:], os.Stderr, o,
+		func(ctx context.Context) error { return agentbench.Run(ctx, o, os.Stdout) }))
 }

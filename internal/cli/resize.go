@@ -425,7 +425,7 @@ func runResize(cmd *cobra.Command, o *resizeOptions, name string, out io.Writer)
 	if errors.As(err, &refusal) {
 		printTarget(out, target)
 		fmt.Fprintf(out, "refused (%s): %s\nnothing was sent\n", refusal.Reason, refusal.Message)
-		return withExitCode(exitRefused, fmt.Errorf("resize refused: %s", refusal.Reason))
+		return WithExitCode(exitRefused, fmt.Errorf("resize refused: %s", refusal.Reason))
 	}
 	if err != nil {
 		return err
@@ -445,7 +445,7 @@ func runResize(cmd *cobra.Command, o *resizeOptions, name string, out io.Writer)
 	}
 	printResult(out, res, o.wait)
 	if code := outcomeExit[res.Outcome]; code != exitOK {
-		return withExitCode(code, fmt.Errorf("resize %s", res.Outcome))
+		return WithExitCode(code, fmt.Errorf("resize %s", res.Outcome))
 	}
 	return nil
 }
@@ -594,7 +594,7 @@ func runRevert(ctx context.Context, act *actuate.Actuator, cl *cluster, t *actua
 	fmt.Fprintln(out, "revert: spec set back to the actual resources")
 	printResult(out, res, o.wait)
 	if code := outcomeExit[res.Outcome]; code != exitOK {
-		return withExitCode(code, fmt.Errorf("revert %s", res.Outcome))
+		return WithExitCode(code, fmt.Errorf("revert %s", res.Outcome))
 	}
 	return nil
 }

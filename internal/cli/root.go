@@ -26,8 +26,22 @@ type exitError struct {
 func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
-// withExitCode wraps err so that Run returns code instead of 1.
-func withExitCode(code int, err error) error { return &exitError{code: code, err: err} }
+// WithExitCode wraps err so that Run returns code instead of 1. snug-lab's
+// commands (internal/labcli) use it too.
+func WithExitCode(code int, err error) error { return &exitError{code: code, err: err} }
+
+// ExitCode is the process exit code for a command's error: 0 for nil, the
+// code WithExitCode gave it, else 1.
+func ExitCode(err error) int {
+	if err == nil {
+		return 0
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
+	return 1
+}
 
 // Run executes snug with args and returns the process exit code.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -45,15 +59,11 @@ func RunAs(ctx context.Context, argv0 string, args []string, stdout, stderr io.W
 		root.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: display}
 	}
 	root.SetArgs(args)
-	if err := root.ExecuteContext(ctx); err != nil {
+	err := root.ExecuteContext(ctx)
+	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", display, err)
-		var ee *exitError
-		if errors.As(err, &ee) {
-			return ee.code
-		}
-		return 1
 	}
-	return 0
+	return ExitCode(err)
 }
 
 func newRootCommand(stdout, stderr io.Writer) *cobra.Command {

@@ -71,34 +71,19 @@ func (o *traceOutputs) write(rec *trace.Recording, stdout io.Writer) error {
 		}
 	}
 	if o.svg != "" {
-		if err := writeFile(o.svg, func(w io.Writer) error {
+		if err := trace.WriteFile(o.svg, func(w io.Writer) error {
 			return trace.WriteSVG(w, rec, trace.SVGOptions{Origin: origin, OriginName: o.origin})
 		}); err != nil {
 			return err
 		}
 	}
 	if o.csv != "" {
-		if err := writeFile(o.csv, func(w io.Writer) error { return trace.WriteCSV(w, rec, origin) }); err != nil {
+		if err := trace.WriteFile(o.csv, func(w io.Writer) error { return trace.WriteCSV(w, rec, origin) }); err != nil {
 			return err
 		}
 	}
 	if o.table || (o.json == "" && o.svg == "" && o.csv == "") {
 		return trace.WriteTable(stdout, rec, trace.TableOptions{Origin: origin, OriginName: o.origin})
-	}
-	return nil
-}
-
-func writeFile(path string, render func(io.Writer) error) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := render(f); err != nil {
-		f.Close()
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/snug-dev/snug/internal/agent/agentbench"
+	"github.com/snug-dev/snug/internal/cli"
 )
 
 // newBenchCommand groups the commands that measure snug's own cost and print
@@ -40,7 +41,7 @@ figures are the agent binary's, not this one's.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.Validate(); err != nil {
-				return withExitCode(2, err)
+				return cli.WithExitCode(2, err)
 			}
 			exe, err := os.Executable()
 			if err != nil {

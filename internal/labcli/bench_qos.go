@@ -21,6 +21,7 @@ import (
 
 	"github.com/snug-dev/snug/api/v1alpha1"
 	policyclient "github.com/snug-dev/snug/api/v1alpha1/client"
+	"github.com/snug-dev/snug/internal/cli"
 	"github.com/snug-dev/snug/internal/experiment"
 	"github.com/snug-dev/snug/internal/lab"
 	"github.com/snug-dev/snug/internal/lab/vpa"
@@ -105,7 +106,7 @@ the lab's upstream VPA (snug-lab vpa).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.Validate(); err != nil {
-				return withExitCode(2, err)
+				return cli.WithExitCode(2, err)
 			}
 			return runBenchQoS(cmd.Context(), o, stdout)
 		},
@@ -323,12 +324,12 @@ func writeQoSTrace(dir, name string, run *experiment.QoSRun) error {
 	if err := run.Recording.SaveFile(base + ".json"); err != nil {
 		return err
 	}
-	if err := writeFile(base+".svg", func(w io.Writer) error {
+	if err := trace.WriteFile(base+".svg", func(w io.Writer) error {
 		return trace.WriteSVG(w, run.Recording, trace.SVGOptions{Origin: run.Step, OriginName: "load step"})
 	}); err != nil {
 		return err
 	}
-	return writeFile(base+".csv", func(w io.Writer) error { return trace.WriteCSV(w, run.Recording, run.Step) })
+	return trace.WriteFile(base+".csv", func(w io.Writer) error { return trace.WriteCSV(w, run.Recording, run.Step) })
 }
 
 // grepLog returns up to n lines of the file at path that contain s, the

@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	policyclient "github.com/snug-dev/snug/api/v1alpha1/client"
+	"github.com/snug-dev/snug/internal/cli"
 	"github.com/snug-dev/snug/internal/experiment"
 	"github.com/snug-dev/snug/internal/lab"
 	"github.com/snug-dev/snug/internal/lab/vpa"
@@ -122,7 +123,7 @@ their medians. See docs/benchmarks.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.Validate(); err != nil {
-				return withExitCode(2, err)
+				return cli.WithExitCode(2, err)
 			}
 			return runBenchReaction(cmd.Context(), o, stdout)
 		},
@@ -269,12 +270,12 @@ func writeRunTrace(dir, base string, rec *trace.Recording) error {
 	if err != nil {
 		origin = rec.Started
 	}
-	if err := writeFile(filepath.Join(dir, base+".svg"), func(w io.Writer) error {
+	if err := trace.WriteFile(filepath.Join(dir, base+".svg"), func(w io.Writer) error {
 		return trace.WriteSVG(w, rec, trace.SVGOptions{Origin: origin, OriginName: experiment.ReactionMark})
 	}); err != nil {
 		return err
 	}
-	return writeFile(filepath.Join(dir, base+".csv"), func(w io.Writer) error { return trace.WriteCSV(w, rec, origin) })
+	return trace.WriteFile(filepath.Join(dir, base+".csv"), func(w io.Writer) error { return trace.WriteCSV(w, rec, origin) })
 }
 
 // reactionRow is one run in seconds from the load step; NaN is "not seen".

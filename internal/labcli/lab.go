@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/snug-dev/snug/internal/cli"
 	"github.com/snug-dev/snug/internal/lab"
 )
 
@@ -83,7 +84,7 @@ func newLabCommands(stdout, stderr io.Writer) []*cobra.Command {
 			}
 			tw.Flush()
 			if !allOK {
-				return withExitCode(3, errors.New("the lab is not (fully) up"))
+				return cli.WithExitCode(3, errors.New("the lab is not (fully) up"))
 			}
 			return nil
 		},
@@ -116,7 +117,7 @@ func newLabCommands(stdout, stderr io.Writer) []*cobra.Command {
 			if err := c.Run(); err != nil {
 				var ee *exec.ExitError
 				if errors.As(err, &ee) {
-					return withExitCode(ee.ExitCode(), fmt.Errorf("kubectl: %w", err))
+					return cli.WithExitCode(ee.ExitCode(), fmt.Errorf("kubectl: %w", err))
 				}
 				return err
 			}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/snug-dev/snug/internal/cli"
 	"github.com/snug-dev/snug/internal/lab"
 	"github.com/snug-dev/snug/internal/lab/vpa"
 )
@@ -74,7 +75,7 @@ func newLabVPACommand(labOpts *lab.Options, stdout io.Writer) *cobra.Command {
 			}
 			tw.Flush()
 			if !allOK {
-				return withExitCode(3, errors.New("VPA is not (fully) up"))
+				return cli.WithExitCode(3, errors.New("VPA is not (fully) up"))
 			}
 			return nil
 		},

@@ -2,38 +2,23 @@ package labcli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 
 	"github.com/spf13/cobra"
+
+	"github.com/snug-dev/snug/internal/cli"
 )
-
-// exitError carries a specific exit code out of a subcommand.
-type exitError struct {
-	code int
-	err  error
-}
-
-func (e *exitError) Error() string { return e.err.Error() }
-func (e *exitError) Unwrap() error { return e.err }
-
-// withExitCode wraps err so that Run returns code instead of 1.
-func withExitCode(code int, err error) error { return &exitError{code: code, err: err} }
 
 // Run executes snug-lab with args and returns the process exit code.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root := newRootCommand(stdout, stderr)
 	root.SetArgs(args)
-	if err := root.ExecuteContext(ctx); err != nil {
+	err := root.ExecuteContext(ctx)
+	if err != nil {
 		fmt.Fprintf(stderr, "snug-lab: %v\n", err)
-		var ee *exitError
-		if errors.As(err, &ee) {
-			return ee.code
-		}
-		return 1
 	}
-	return 0
+	return cli.ExitCode(err)
 }
 
 func newRootCommand(stdout, stderr io.Writer) *cobra.Command {

@@ -1,18 +1,15 @@
-package labcli
+package trace
 
 import (
 	"fmt"
 	"io"
 	"os"
-	"time"
 )
 
-// requestTimeout bounds each request to the API server. Watches end with
-// it too; the code that watches starts them again.
-const requestTimeout = 30 * time.Second
-
-// writeFile creates path and renders into it.
-func writeFile(path string, render func(io.Writer) error) error {
+// WriteFile creates path and renders into it (WriteSVG, WriteCSV, ...). A
+// render or close error is returned wrapped with the path; the file may
+// then be incomplete.
+func WriteFile(path string, render func(io.Writer) error) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)

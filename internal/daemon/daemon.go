@@ -1,0 +1,67 @@
+// Package daemon is the main of snug's in-cluster binaries (snug-agent,
+// snug-controller) and of the agent's bench: it parses the command line
+// into the component's Options, validates them, runs the component until
+// SIGINT or SIGTERM, and turns the outcome into the exit code. It links
+// pflag only, so the agent's dependency rules hold for it.
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/pflag"
+)
+
+// Options are a component's flags: registered on a flag set, then checked.
+type Options interface {
+	AddFlags(fs *pflag.FlagSet)
+	Validate() error
+}
+
+// Exit codes of Main.
+const (
+	// ExitFailed: the component ran and failed.
+	ExitFailed = 1
+	// ExitUsage: bad flags or arguments; nothing was started.
+	ExitUsage = 2
+)
+
+// Main parses args (without the program name) into o, validates them and
+// calls run with a context that ends on SIGINT or SIGTERM. It returns the
+// exit code: 0 for success and for --help, ExitUsage for bad flags,
+// arguments or options (nothing was run), ExitFailed when run failed. name
+// prefixes every message; usage is the synopsis --help prints above the
+// flags.
+func Main(name, usage string, args []string, stderr io.Writer, o Options, run func(context.Context) error) int {
+	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprintf(stderr, "Usage: %s\n\n%s", usage, fs.FlagUsages()) }
+	o.AddFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return 0
+		}
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+		return ExitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "%s: unexpected arguments %q\n", name, fs.Args())
+		return ExitUsage
+	}
+	if err := o.Validate(); err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+		return ExitUsage
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx); err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+		return ExitFailed
+	}
+	return 0
+}
