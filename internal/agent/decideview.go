@@ -229,3 +229,18 @@ func (d *Decider) View(uid types.UID, container string) *AutoscaleJSON {
 	}
 	return out
 }
+
+// ResizesAfter returns the resizes decided after t, oldest first; none for
+// a nil view.
+func (v *AutoscaleJSON) ResizesAfter(t time.Time) []ResizeJSON {
+	if v == nil {
+		return nil
+	}
+	var out []ResizeJSON
+	for _, r := range v.Resizes {
+		if r.DecidedAt.After(t) {
+			out = append(out, r)
+		}
+	}
+	return out
+}

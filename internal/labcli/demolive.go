@@ -307,12 +307,12 @@ func (d *demoRun) step(ctx context.Context, targets string, stop stopWhen) (*dem
 	sw.Flush()
 	// The agent's record of the resize arrives once it has seen the outcome.
 	c, err := d.waitAgent(ctx, 30*time.Second, "the agent's record of the resize", func(c *agent.ContainerJSON) bool {
-		return len(resizesAfter(c.Autoscale, sum.Step)) > 0
+		return len(c.Autoscale.ResizesAfter(sum.Step)) > 0
 	})
 	if err != nil {
 		return nil, err
 	}
-	sum.Resizes = resizesAfter(c.Autoscale, sum.Step)
+	sum.Resizes = c.Autoscale.ResizesAfter(sum.Step)
 	d.shown = sum.Resizes[0].SentAt
 	return sum, nil
 }
@@ -339,7 +339,7 @@ func (d *demoRun) narrate(ctx context.Context, since time.Time) {
 			fmt.Fprintf(d.out, "   >> %s  agent decided (t+%.2fs): cpu %s to request %dm limit %dm: %s\n",
 				lc.Time.Format("15:04:05.000"), lc.Time.Sub(since).Seconds(), strings.ToLower(lc.CPU.Action), lc.CPU.Request, lc.CPU.Limit, lc.CPU.Reason)
 		}
-		for _, r := range resizesAfter(c.Autoscale, since) {
+		for _, r := range c.Autoscale.ResizesAfter(since) {
 			if sent[r.SentAt] {
 				continue
 			}
@@ -458,19 +458,6 @@ func waitPod(ctx context.Context, client kubernetes.Interface, ns, name, rv stri
 	}
 }
 
-// resizesAfter returns the agent's resizes decided after t.
-func resizesAfter(v *agent.AutoscaleJSON, t time.Time) []agent.ResizeJSON {
-	if v == nil {
-		return nil
-	}
-	var out []agent.ResizeJSON
-	for _, r := range v.Resizes {
-		if r.DecidedAt.After(t) {
-			out = append(out, r)
-		}
-	}
-	return out
-}
 
 func ratePoints(ps []agent.PointJSON) int {
 	n := 0

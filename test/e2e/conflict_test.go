@@ -70,9 +70,9 @@ func TestAgentConflict(t *testing.T) {
 	}
 
 	c := ag.waitAutoscale(t, ns, pod, 30*time.Second, func(c agent.ContainerJSON) bool {
-		return len(resizesAfter(c.Autoscale, step)) > 0
+		return len(c.Autoscale.ResizesAfter(step)) > 0
 	})
-	first := resizesAfter(c.Autoscale, step)[0]
+	first := c.Autoscale.ResizesAfter(step)[0]
 	resumedAt := resume()
 	t.Logf("kubelet stopped for %.2fs; the agent's first resize: %s: %s", resumedAt.Sub(pausedAt).Seconds(), first.Outcome, first.Message)
 	if first.Outcome != "Conflict" {
@@ -82,10 +82,10 @@ func TestAgentConflict(t *testing.T) {
 	// The re-plan: sent at once (no backoff), applied, from the person's
 	// values.
 	c = ag.waitAutoscale(t, ns, pod, time.Minute, func(c agent.ContainerJSON) bool {
-		rs := resizesAfter(c.Autoscale, step)
+		rs := c.Autoscale.ResizesAfter(step)
 		return len(rs) >= 2 && rs[1].Outcome != "" && rs[1].Outcome != "InProgress"
 	})
-	rs := resizesAfter(c.Autoscale, step)
+	rs := c.Autoscale.ResizesAfter(step)
 	second := rs[1]
 	t.Logf("re-plan: %s, sent %.2fs after the person's resize, %s (%s)", second.Plan, second.SentAt.Sub(humanAt).Seconds(), second.Outcome, second.Message)
 	if second.Outcome != "Applied" {
@@ -104,19 +104,6 @@ func TestAgentConflict(t *testing.T) {
 	}
 }
 
-// resizesAfter returns the agent's resizes decided after t.
-func resizesAfter(v *agent.AutoscaleJSON, t time.Time) []agent.ResizeJSON {
-	if v == nil {
-		return nil
-	}
-	var out []agent.ResizeJSON
-	for _, r := range v.Resizes {
-		if r.DecidedAt.After(t) {
-			out = append(out, r)
-		}
-	}
-	return out
-}
 
 // kubeletPauser returns functions that stop and continue the lab's kubelet
 // and report when they did; a cleanup continues it in any case.
