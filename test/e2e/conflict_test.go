@@ -34,6 +34,9 @@ import (
 // happens: a few seconds, well inside the node's 40 s lease.
 func TestAgentConflict(t *testing.T) {
 	pc := installPolicyCRD(t)
+	// The agent covers a targetRef policy's pods through the status.selector
+	// the controller publishes.
+	startController(t)
 	ag := startAgent(t)
 	ns := testNamespace(t, "snug-conflict-")
 	createPolicy(t, pc, ns, "load", v1alpha1.SnugPolicySpec{
