@@ -9,7 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/clock"
 
 	"github.com/snug-dev/snug/internal/resize"
@@ -19,12 +19,20 @@ import (
 const DefaultTimeout = 2 * time.Minute
 
 // Client is the part of the core/v1 API the Actuator uses: pods (patch,
-// watch, get, list), nodes and namespaces (Gather). A clientset's CoreV1()
-// is one.
+// watch, get, list), nodes and namespaces (Gather). Its methods mean what
+// the typed core/v1 client's do and return the API server's errors
+// (apierrors' StatusError), which ClassifyPatchError reads. internal/kube's
+// Client is one; it is an interface of its own, not the typed client's
+// getters, so that the agent need not link client-go's typed clients and
+// their scheme of every API group.
 type Client interface {
-	corev1client.PodsGetter
-	corev1client.NodesGetter
-	corev1client.NamespacesGetter
+	GetPod(ctx context.Context, namespace, name string, opts metav1.GetOptions) (*corev1.Pod, error)
+	// ListPods and WatchPods take "" as namespace for every namespace.
+	ListPods(ctx context.Context, namespace string, opts metav1.ListOptions) (*corev1.PodList, error)
+	WatchPods(ctx context.Context, namespace string, opts metav1.ListOptions) (watch.Interface, error)
+	PatchPod(ctx context.Context, namespace, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (*corev1.Pod, error)
+	GetNode(ctx context.Context, name string, opts metav1.GetOptions) (*corev1.Node, error)
+	GetNamespace(ctx context.Context, name string, opts metav1.GetOptions) (*corev1.Namespace, error)
 }
 
 // Actuator sends resize patches and watches their outcome. Its fields are
@@ -78,7 +86,7 @@ func (a *Actuator) Send(ctx context.Context, pod *corev1.Pod, patch []byte, o Se
 		pt = types.JSONPatchType
 	}
 	r := Result{Sent: a.now(), DryRun: o.DryRun}
-	got, err := a.Client.Pods(pod.Namespace).Patch(ctx, pod.Name, pt, patch, opts, "resize")
+	got, err := a.Client.PatchPod(ctx, pod.Namespace, pod.Name, pt, patch, opts, "resize")
 	r.Answered = a.now()
 	outcome, ae, cerr := ClassifyPatchError(err)
 	if cerr != nil {

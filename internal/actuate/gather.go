@@ -41,9 +41,9 @@ func (t *Target) Input(wish resize.Wish, usage map[string]resize.Usage, opts res
 // spec.nodeName). A missing pod is an error wrapping ErrPodNotFound that
 // says whether the namespace exists at all.
 func (a *Actuator) Gather(ctx context.Context, namespace, name string) (*Target, error) {
-	pod, err := a.Client.Pods(namespace).Get(ctx, name, metav1.GetOptions{})
+	pod, err := a.Client.GetPod(ctx, namespace, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		if _, nerr := a.Client.Namespaces().Get(ctx, namespace, metav1.GetOptions{}); apierrors.IsNotFound(nerr) {
+		if _, nerr := a.Client.GetNamespace(ctx, namespace, metav1.GetOptions{}); apierrors.IsNotFound(nerr) {
 			return nil, fmt.Errorf("reading pod %s/%s: %w: namespace %q does not exist", namespace, name, ErrPodNotFound, namespace)
 		}
 		return nil, fmt.Errorf("reading pod %s/%s: %w", namespace, name, ErrPodNotFound)
@@ -55,12 +55,12 @@ func (a *Actuator) Gather(ctx context.Context, namespace, name string) (*Target,
 	if pod.Spec.NodeName == "" {
 		return t, nil
 	}
-	node, err := a.Client.Nodes().Get(ctx, pod.Spec.NodeName, metav1.GetOptions{})
+	node, err := a.Client.GetNode(ctx, pod.Spec.NodeName, metav1.GetOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("reading node %s of pod %s/%s: %w", pod.Spec.NodeName, namespace, name, err)
 	}
 	t.NodeAllocatable = node.Status.Allocatable
-	pods, err := a.Client.Pods("").List(ctx, metav1.ListOptions{
+	pods, err := a.Client.ListPods(ctx, "", metav1.ListOptions{
 		FieldSelector: fields.OneTermEqualSelector("spec.nodeName", pod.Spec.NodeName).String(),
 	})
 	if err != nil {

@@ -12,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/watch"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 )
 
 // PodSource gives Wait the versions of a pod that follow a patch. The CLI
@@ -42,18 +41,18 @@ const watchSeconds = 60
 // ended; when that version is too old (410 Gone) the pod is read afresh. A
 // few failures in a row to (re)start the watch are retried, more end it.
 type WatchSource struct {
-	// Pods reads and watches pods. Required.
-	Pods corev1client.PodsGetter
+	// Pods reads and watches pods (GetPod, WatchPods). Required.
+	Pods Client
 }
 
 // Follow implements PodSource.
 func (s WatchSource) Follow(ctx context.Context, from *corev1.Pod, see func(*corev1.Pod) bool) error {
 	ns, name := from.Namespace, from.Name
-	pods := s.Pods.Pods(ns)
+	pods := s.Pods
 	rv := from.ResourceVersion
 	sel := fields.OneTermEqualSelector("metadata.name", name).String()
 	get := func() (bool, error) {
-		p, err := pods.Get(ctx, name, metav1.GetOptions{})
+		p, err := pods.GetPod(ctx, ns, name, metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
 			return false, fmt.Errorf("reading pod %s/%s: %w", ns, name, ErrPodDeleted)
@@ -71,7 +70,7 @@ func (s WatchSource) Follow(ctx context.Context, from *corev1.Pod, see func(*cor
 			return err
 		}
 		secs := int64(watchSeconds)
-		w, err := pods.Watch(ctx, metav1.ListOptions{FieldSelector: sel, ResourceVersion: rv, AllowWatchBookmarks: true, TimeoutSeconds: &secs})
+		w, err := pods.WatchPods(ctx, ns, metav1.ListOptions{FieldSelector: sel, ResourceVersion: rv, AllowWatchBookmarks: true, TimeoutSeconds: &secs})
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()

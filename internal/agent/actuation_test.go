@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/utils/clock"
 
@@ -27,16 +26,9 @@ type blockingCore struct {
 	release chan struct{}
 }
 
-func (c blockingCore) Pods(string) typedcorev1.PodInterface { return blockingPods{c: c} }
-
-type blockingPods struct {
-	typedcorev1.PodInterface
-	c blockingCore
-}
-
-func (p blockingPods) Patch(ctx context.Context, name string, _ types.PatchType, _ []byte, _ metav1.PatchOptions, _ ...string) (*corev1.Pod, error) {
-	p.c.started <- name
-	<-p.c.release
+func (c blockingCore) PatchPod(ctx context.Context, _, name string, _ types.PatchType, _ []byte, _ metav1.PatchOptions, _ ...string) (*corev1.Pod, error) {
+	c.started <- name
+	<-c.release
 	// A no-op answer: Wait sees the spec at want and the pod settled.
 	pod := testPod(name, nil, rl("50m", "64Mi"), rl("100m", "128Mi"))
 	return pod, nil

@@ -14,10 +14,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	"github.com/snug-dev/snug/api/v1alpha1"
 	"github.com/snug-dev/snug/internal/history"
+	"github.com/snug-dev/snug/internal/kube"
 	"github.com/snug-dev/snug/internal/recommend"
 )
 
@@ -47,7 +47,7 @@ const (
 type CheckpointConfig struct {
 	// Client reads checkpoint ConfigMaps (get configmaps) and patches the
 	// snapshot annotation onto pods (patch pods). Required.
-	Client typedcorev1.CoreV1Interface
+	Client *kube.Client
 	// PublishInterval is the least time between two snapshots of a pod,
 	// and from tracking a pod to its first. 0 means DefaultPublishInterval.
 	PublishInterval time.Duration

@@ -42,7 +42,7 @@ type DeciderConfig struct {
 	// Required.
 	Policies PolicyLister
 	// ResizeClient is what resizes are sent with (through internal/actuate;
-	// a clientset's CoreV1()). Nil, or DryRun, never patches.
+	// internal/kube's Client). Nil, or DryRun, never patches.
 	ResizeClient actuate.Client
 	// DryRun decides and logs, but never patches.
 	DryRun bool

@@ -16,7 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
@@ -110,22 +109,15 @@ type fakeKubelet struct {
 	rv        int
 }
 
-// fakeCore is the actuate.Client over a fakeKubelet; only Pods(ns).Patch
-// is implemented.
+// fakeCore is the actuate.Client over a fakeKubelet; only PatchPod is
+// implemented.
 type fakeCore struct {
 	actuate.Client
 	fk *fakeKubelet
 }
 
-func (c fakeCore) Pods(string) typedcorev1.PodInterface { return fakePods{fk: c.fk} }
-
-type fakePods struct {
-	typedcorev1.PodInterface
-	fk *fakeKubelet
-}
-
-func (p fakePods) Patch(ctx context.Context, name string, _ types.PatchType, patch []byte, _ metav1.PatchOptions, _ ...string) (*corev1.Pod, error) {
-	return p.fk.patch(ctx, name, patch)
+func (c fakeCore) PatchPod(ctx context.Context, _, name string, _ types.PatchType, patch []byte, _ metav1.PatchOptions, _ ...string) (*corev1.Pod, error) {
+	return c.fk.patch(ctx, name, patch)
 }
 
 // update stores a new version of pod (with a new resourceVersion) and

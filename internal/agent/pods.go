@@ -11,18 +11,20 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/snug-dev/snug/internal/kube"
 )
 
-// The agent builds its informers from cache.ListWatch over the typed core/v1
-// client, not from client-go's informer factory: the factory's package links
-// an informer and a lister for every API group, which the agent's RSS pays
-// for on every node.
+// The agent builds its informers from cache.ListWatch over internal/kube's
+// core/v1 client, not from client-go's informer factory or typed clients:
+// the factory's package links an informer and a lister for every API group,
+// and the typed clients a scheme of every API group, which the agent's RSS
+// pays for on every node.
 
 // podListWatch lists and watches the pods whose fields match selector.
-func podListWatch(client typedcorev1.CoreV1Interface, selector string) *cache.ListWatch {
+func podListWatch(client *kube.Client, selector string) *cache.ListWatch {
 	return &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			o.FieldSelector = selector
@@ -36,7 +38,7 @@ func podListWatch(client typedcorev1.CoreV1Interface, selector string) *cache.Li
 }
 
 // nodeListWatch lists and watches the nodes whose fields match selector.
-func nodeListWatch(client typedcorev1.CoreV1Interface, selector string) *cache.ListWatch {
+func nodeListWatch(client *kube.Client, selector string) *cache.ListWatch {
 	return &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			o.FieldSelector = selector
@@ -51,7 +53,7 @@ func nodeListWatch(client typedcorev1.CoreV1Interface, selector string) *cache.L
 
 // CheckNode returns an error if the node does not exist or the API server
 // cannot be reached.
-func CheckNode(ctx context.Context, client typedcorev1.CoreV1Interface, node string) error {
+func CheckNode(ctx context.Context, client *kube.Client, node string) error {
 	_, err := client.Nodes().Get(ctx, node, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return fmt.Errorf("node %q does not exist: %w", node, err)
@@ -69,7 +71,7 @@ func CheckNode(ctx context.Context, client typedcorev1.CoreV1Interface, node str
 // synced), or with an error if that takes longer than syncTimeout; the
 // informer runs until ctx is done. The returned lister reads the informer's
 // cache of the node's pods (the Decider plans from it).
-func WatchPods(ctx context.Context, client typedcorev1.CoreV1Interface, node string, a *Agent, syncTimeout time.Duration) (corelisters.PodLister, error) {
+func WatchPods(ctx context.Context, client *kube.Client, node string, a *Agent, syncTimeout time.Duration) (corelisters.PodLister, error) {
 	inf := cache.NewSharedIndexInformer(podListWatch(client, fields.OneTermEqualSelector("spec.nodeName", node).String()),
 		&corev1.Pod{}, 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	// Handlers only record what the pod says; the loop acts on it.
@@ -106,7 +108,7 @@ func upsert(a *Agent, obj any) {
 
 // WatchNode runs an informer over the one node and returns a function that
 // reads it from the informer's cache, for its allocatable.
-func WatchNode(ctx context.Context, client typedcorev1.CoreV1Interface, node string, syncTimeout time.Duration) (func() (*corev1.Node, error), error) {
+func WatchNode(ctx context.Context, client *kube.Client, node string, syncTimeout time.Duration) (func() (*corev1.Node, error), error) {
 	inf := cache.NewSharedIndexInformer(nodeListWatch(client, fields.OneTermEqualSelector("metadata.name", node).String()),
 		&corev1.Node{}, 0, cache.Indexers{})
 	go inf.RunWithContext(ctx)

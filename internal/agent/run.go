@@ -12,7 +12,6 @@ import (
 	"github.com/go-logr/logr/funcr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -21,6 +20,7 @@ import (
 
 	policyclient "github.com/snug-dev/snug/api/v1alpha1/client"
 	"github.com/snug-dev/snug/internal/cgroup"
+	"github.com/snug-dev/snug/internal/kube"
 	"github.com/snug-dev/snug/internal/recommend"
 )
 
@@ -35,11 +35,12 @@ func newLogger(w io.Writer, v int) logr.Logger {
 	}, funcr.Options{Verbosity: v})
 }
 
-// clients are the agent's connections to the API server: the typed core/v1
-// client (pods, nodes, configmaps, events) and the SnugPolicy client.
+// clients are the agent's connections to the API server: the core/v1
+// client of internal/kube (pods, nodes, configmaps, events) and the
+// SnugPolicy client.
 type clients struct {
 	config   *rest.Config
-	core     typedcorev1.CoreV1Interface
+	core     *kube.Client
 	policies *policyclient.Client
 }
 
@@ -51,7 +52,7 @@ func newClients(kubeconfig string) (*clients, error) {
 		return nil, fmt.Errorf("loading kubeconfig: %w", err)
 	}
 	cfg.UserAgent = "snug-agent"
-	core, err := typedcorev1.NewForConfig(cfg)
+	core, err := kube.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("making a client: %w", err)
 	}
@@ -165,7 +166,7 @@ func startDecider(ctx context.Context, log logr.Logger, o *Options, a *Agent, cs
 		log.Error(err, "no SnugPolicies yet; retrying in the background")
 	}
 	b := record.NewBroadcaster(record.WithContext(ctx))
-	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cs.core.Events("")})
+	b.StartRecordingToSink(kube.EventSink{Client: cs.core})
 	cfg := recommend.DefaultConfig()
 	cfg.CPUHalfLife = o.CPUHalfLife
 	d, err := a.Decide(DeciderConfig{

@@ -10,6 +10,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/snug-dev/snug/internal/kube"
 )
 
 // requestTimeout bounds each request to the API server. Watches end with
@@ -36,7 +38,9 @@ func (o *kubeOptions) AddFlags(fs *pflag.FlagSet) {
 
 // cluster is a connection to the API server.
 type cluster struct {
-	client    kubernetes.Interface
+	client kubernetes.Interface
+	// core is the core/v1 client actuate takes, over the same config.
+	core      *kube.Client
 	namespace string
 	server    string
 }
@@ -68,7 +72,11 @@ func (o *kubeOptions) connect() (*cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating a client for %s: %w", cfg.Host, err)
 	}
-	return &cluster{client: client, namespace: ns, server: cfg.Host}, nil
+	core, err := kube.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("creating a client for %s: %w", cfg.Host, err)
+	}
+	return &cluster{client: client, core: core, namespace: ns, server: cfg.Host}, nil
 }
 
 // explain makes an error that is not an answer from the API server say

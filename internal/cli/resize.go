@@ -400,7 +400,7 @@ func runResize(cmd *cobra.Command, o *resizeOptions, name string, out io.Writer)
 	if err != nil {
 		return err
 	}
-	act := &actuate.Actuator{Client: cl.client.CoreV1()}
+	act := &actuate.Actuator{Client: cl.core}
 	target, err := act.Gather(ctx, cl.namespace, name)
 	if err != nil {
 		return cl.explain(err)

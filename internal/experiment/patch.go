@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/snug-dev/snug/internal/actuate"
+	"github.com/snug-dev/snug/internal/kube"
 	"github.com/snug-dev/snug/internal/resize"
 )
 
@@ -74,7 +75,7 @@ func (o PatchOutcome) Latency() time.Duration { return o.Returned.Sub(o.Sent) }
 // timeline. A refusal by the API server is an outcome, not an error; the
 // error is for anything else (the server could not be reached).
 func (s *session) patchResize(ctx context.Context, w *podWatch, pt types.PatchType, body []byte) (PatchOutcome, error) {
-	act := &actuate.Actuator{Client: s.env.Client.CoreV1(), Clock: s.env.Clock}
+	act := &actuate.Actuator{Client: kube.New(s.env.Client.CoreV1().RESTClient()), Clock: s.env.Clock}
 	target := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: s.run.Namespace, Name: w.name}}
 	o := PatchOutcome{Type: pt, Body: string(body)}
 	r, err := act.Send(ctx, target, body, actuate.SendOptions{PatchType: pt})

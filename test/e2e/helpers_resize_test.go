@@ -15,11 +15,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/snug-dev/snug/internal/actuate"
 	"github.com/snug-dev/snug/internal/experiment"
+	"github.com/snug-dev/snug/internal/kube"
 	"github.com/snug-dev/snug/internal/resize"
 )
 
@@ -196,20 +196,26 @@ func serverMinor(t *testing.T) int {
 	return minor
 }
 
-// clientWithTimeout is a client for the lab whose every request (watches
-// too) ends after timeout.
-func clientWithTimeout(t *testing.T, timeout time.Duration) kubernetes.Interface {
+// clientWithTimeout is a core/v1 client (internal/kube, as the agent's)
+// for the lab whose every request (watches too) ends after timeout.
+func clientWithTimeout(t *testing.T, timeout time.Duration) *kube.Client {
 	t.Helper()
-	cfg, err := clientcmd.BuildConfigFromFlags("", labOpts.Kubeconfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Timeout = timeout
-	c, err := kubernetes.NewForConfig(cfg)
+	c, err := coreClient(timeout)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// coreClient is a core/v1 client (internal/kube) for the lab whose
+// requests end after timeout; 0 means no timeout.
+func coreClient(timeout time.Duration) (*kube.Client, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", labOpts.Kubeconfig())
+	if err != nil {
+		return nil, fmt.Errorf("loading the lab's kubeconfig: %w", err)
+	}
+	cfg.Timeout = timeout
+	return kube.NewForConfig(cfg)
 }
 
 // builtBin is the built binary name ($SNUG_BIN, else ../../bin): snug,

@@ -17,12 +17,15 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/snug-dev/snug/internal/kube"
 	"github.com/snug-dev/snug/internal/lab"
 )
 
 var (
 	labOpts *lab.Options
 	client  *kubernetes.Clientset
+	// core is the core/v1 client the agent and actuate use (internal/kube).
+	core *kube.Client
 )
 
 func TestMain(m *testing.M) {
@@ -66,6 +69,11 @@ func run(m *testing.M) int {
 		}()
 	}
 	client, err = labOpts.Client()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: %v\n", err)
+		return 1
+	}
+	core, err = coreClient(0)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: %v\n", err)
 		return 1

@@ -42,7 +42,7 @@ func TestPlannerPropertyAgainstAPIServer(t *testing.T) {
 	t.Logf("seed %d, %d gated pods with %d wishes each + 4 running pods with %d", seed, nPods, nWishes, 4*nWishes)
 	ns := testNamespace(t, "snug-rz-property-")
 	ctx := context.Background()
-	act := &actuate.Actuator{Client: client.CoreV1()}
+	act := &actuate.Actuator{Client: core}
 
 	var names []string
 	for i := 0; i < nPods; i++ {

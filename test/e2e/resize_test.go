@@ -33,7 +33,7 @@ func cpuTarget(name, cpu string) resize.ContainerWish {
 func TestResizeApplied(t *testing.T) {
 	ns := testNamespace(t, "snug-rz-applied-")
 	createRunning(t, ns, podShape{name: "web", cpuReq: "250m", cpuLim: "500m", memReq: "64Mi", memLim: "128Mi"}.pod())
-	act := &actuate.Actuator{Client: client.CoreV1()}
+	act := &actuate.Actuator{Client: core}
 	target, p := plan(t, act, ns, "web", cpuTarget("app", "400m"), nil, resize.Options{})
 	check(t, "prediction", p.Predicted, resize.WouldApply)
 	r, err := act.Apply(context.Background(), target.Pod, p, actuate.ApplyOptions{Wait: true, WaitOptions: actuate.WaitOptions{Timeout: waitLimit}})
@@ -64,7 +64,7 @@ func TestResizeDeferredTimeoutDeleted(t *testing.T) {
 	// Made now: once web's resize is pending the scheduler counts it at
 	// 700m and a new pod would not fit.
 	createRunning(t, ns, podShape{name: "doomed", cpuReq: "100m", memReq: "16Mi"}.pod())
-	act := &actuate.Actuator{Client: client.CoreV1()}
+	act := &actuate.Actuator{Client: core}
 	ctx := context.Background()
 
 	_, refusal := func() (*resize.Plan, error) {
@@ -94,7 +94,7 @@ func TestResizeDeferredTimeoutDeleted(t *testing.T) {
 	check(t, "outcome", r.Outcome, resize.Deferred)
 	check(t, "message", r.Message, "Node didn't have enough resource: cpu, requested: 700, used: 1500, capacity: 2000")
 
-	short := &actuate.Actuator{Client: clientWithTimeout(t, time.Second).CoreV1()}
+	short := &actuate.Actuator{Client: clientWithTimeout(t, time.Second)}
 	r, err = short.Wait(ctx, sent, p.Containers, actuate.WaitOptions{Timeout: 4 * time.Second, ThroughDeferred: true})
 	if err != nil {
 		t.Fatalf("wait through Deferred with 1s client timeouts: %v", err)
@@ -144,7 +144,7 @@ func TestResizeDeferredTimeoutDeleted(t *testing.T) {
 func TestResizeInfeasibleOrRejected(t *testing.T) {
 	ns := testNamespace(t, "snug-rz-infeasible-")
 	createRunning(t, ns, podShape{name: "web", cpuReq: "250m", cpuLim: "250m", memReq: "64Mi", memLim: "64Mi"}.pod())
-	act := &actuate.Actuator{Client: client.CoreV1()}
+	act := &actuate.Actuator{Client: core}
 	ctx := context.Background()
 	target, p := plan(t, act, ns, "web", cpuTarget("app", "2500m"), nil, resize.Options{NoRoom: resize.NoRoomSend})
 	check(t, "prediction", p.Predicted, resize.WouldBeInfeasible)
@@ -191,7 +191,7 @@ func TestResizeKubeletError(t *testing.T) {
 	}); err != nil {
 		t.Fatalf("waiting for the kubelet's statistics to show 100Mi held: %v", err)
 	}
-	act := &actuate.Actuator{Client: client.CoreV1()}
+	act := &actuate.Actuator{Client: core}
 	lie := map[string]resize.Usage{"app": {MemoryWorkingSetBytes: 10 << 20}}
 	wish := resize.ContainerWish{Name: "app", Limits: list("memory", "64Mi")}
 	target, p := plan(t, act, ns, "hog", wish, lie, resize.Options{MaxMemoryDecreaseFraction: 1})
@@ -213,7 +213,7 @@ func TestResizeKubeletError(t *testing.T) {
 func TestResizeConflict(t *testing.T) {
 	ns := testNamespace(t, "snug-rz-conflict-")
 	createRunning(t, ns, podShape{name: "web", cpuReq: "250m", cpuLim: "500m", memReq: "64Mi", memLim: "128Mi"}.pod())
-	act := &actuate.Actuator{Client: client.CoreV1()}
+	act := &actuate.Actuator{Client: core}
 	ctx := context.Background()
 	stale, staleplan := plan(t, act, ns, "web", cpuTarget("app", "300m"), nil, resize.Options{})
 	fresh, freshplan := plan(t, act, ns, "web", cpuTarget("app", "350m"), nil, resize.Options{})
