@@ -458,7 +458,6 @@ func waitPod(ctx context.Context, client kubernetes.Interface, ns, name, rv stri
 	}
 }
 
-
 func ratePoints(ps []agent.PointJSON) int {
 	n := 0
 	for _, p := range ps {

@@ -107,7 +107,6 @@ func TestAgentConflict(t *testing.T) {
 	}
 }
 
-
 // kubeletPauser returns functions that stop and continue the lab's kubelet
 // and report when they did; a cleanup continues it in any case.
 func kubeletPauser(t *testing.T) (pause, resume func() time.Time) {
