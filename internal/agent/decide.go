@@ -110,7 +110,7 @@ type podState struct {
 	uncontrolled []corev1.ResourceName
 	// deferredRules is the policy's behavior.deferred; deferral the pod's
 	// Deferred resize, if any (deferred.go).
-	deferredRules deferredRules
+	deferredRules policy.Deferred
 	deferral      *deferral
 
 	containers map[string]*containerState
@@ -358,7 +358,7 @@ func (d *Decider) podStateFor(ctx context.Context, pod *corev1.Pod, pol *v1alpha
 		ns: pod.Namespace, name: pod.Name, uid: pod.UID,
 		policy: pol.Namespace + "/" + pol.Name, policyUID: pol.UID, policyGen: pol.Generation, mode: policy.UpdateMode(pol),
 		ignoreOOM: policy.IgnoresOOMKills(pol), rec: rec, opts: opts,
-		containers: map[string]*containerState{}, deferredRules: deferredRulesOf(pol),
+		containers: map[string]*containerState{}, deferredRules: policy.DeferredOf(pol),
 		uncontrolled: slices.Clone(pol.Status.UncontrolledResources),
 	}
 	d.pods[pod.UID] = st
@@ -424,7 +424,7 @@ func (d *Decider) PassDone(ctx context.Context) {
 			continue
 		}
 		st.wanted = false
-		if st.inFlight || !actuates(st.mode) || d.queue == nil {
+		if st.inFlight || !policy.Actuates(st.mode) || d.queue == nil {
 			continue
 		}
 		d.plan(ctx, log, st, pod, now)

@@ -36,21 +36,6 @@ const evictGrace = 30 * time.Second
 // another Deferred, which must not be chased every second.
 const minRefit = 10 * time.Second
 
-// deferredRules is what a policy says about a Deferred resize.
-type deferredRules struct {
-	action v1alpha1.DeferredAction
-	after  time.Duration
-}
-
-// deferredRulesOf reads behavior.deferred (policy.DeferredOf).
-func deferredRulesOf(p *v1alpha1.SnugPolicy) deferredRules {
-	r := policy.DeferredOf(p)
-	return deferredRules{action: r.Action, after: r.After}
-}
-
-// deferredSince is policy.DeferredSince.
-func deferredSince(pod *corev1.Pod) (time.Time, bool) { return policy.DeferredSince(pod) }
-
 // deferredStep is what to do about a pod's Deferred resize now.
 type deferredStep uint8
 
@@ -66,15 +51,15 @@ const (
 
 // nextDeferredStep decides what to do about a resize Deferred since since,
 // at now; actedAt is the agent's last FitToNode on the pod (zero if none).
-func nextDeferredStep(r deferredRules, since, actedAt, now time.Time) deferredStep {
-	if r.action == v1alpha1.DeferredActionWait {
+func nextDeferredStep(r policy.Deferred, since, actedAt, now time.Time) deferredStep {
+	if r.Action == v1alpha1.DeferredActionWait {
 		return deferredWait
 	}
-	after := r.after
-	if r.action == v1alpha1.DeferredActionEvict {
+	after := r.After
+	if r.Action == v1alpha1.DeferredActionEvict {
 		after += evictGrace
 	}
-	if now.Sub(since) < after || (!actedAt.IsZero() && now.Sub(actedAt) < max(r.after, minRefit)) {
+	if now.Sub(since) < after || (!actedAt.IsZero() && now.Sub(actedAt) < max(r.After, minRefit)) {
 		return deferredNone
 	}
 	return deferredFit
@@ -297,7 +282,7 @@ func specOf(pod *corev1.Pod, name string) *corev1.ResourceRequirements {
 // deferral is what the agent knows of a pod's Deferred resize.
 type deferral struct {
 	since    time.Time
-	rules    deferredRules
+	rules    policy.Deferred
 	reported bool      // the Wait event and metric went out for this deferral
 	actedAt  time.Time // the last FitToNode sent
 }
@@ -314,14 +299,14 @@ type DeferredJSON struct {
 
 // view is the JSON form of the deferral.
 func (df deferral) view() *DeferredJSON {
-	return &DeferredJSON{Since: df.since, Action: string(df.rules.action), AfterSeconds: int64(df.rules.after / time.Second)}
+	return &DeferredJSON{Since: df.since, Action: string(df.rules.Action), AfterSeconds: int64(df.rules.After / time.Second)}
 }
 
 // handleDeferred applies behavior.deferred to a pod whose resize the
 // kubelet Deferred. It runs on the loop goroutine, once a pass, and reports
 // whether it sent a resize (which is then the pod's one in flight).
 func (d *Decider) handleDeferred(ctx context.Context, log logr.Logger, st *podState, pod *corev1.Pod, now time.Time) bool {
-	since, ok := deferredSince(pod)
+	since, ok := policy.DeferredSince(pod)
 	if !ok {
 		st.deferral = nil
 		return false
@@ -331,7 +316,7 @@ func (d *Decider) handleDeferred(ctx context.Context, log logr.Logger, st *podSt
 	}
 	df := st.deferral
 	df.rules = st.deferredRules
-	if !actuates(st.mode) || d.queue == nil || st.inFlight {
+	if !policy.Actuates(st.mode) || d.queue == nil || st.inFlight {
 		return false
 	}
 	log = log.WithValues("pod", st.ns+"/"+st.name)
@@ -340,7 +325,7 @@ func (d *Decider) handleDeferred(ctx context.Context, log logr.Logger, st *podSt
 		if !df.reported {
 			df.reported = true
 			d.metrics.deferredActions.WithLabelValues(string(v1alpha1.DeferredActionWait)).Inc()
-			log.Info("resize deferred; waiting for room, as the policy says", "since", since, "action", df.rules.action)
+			log.Info("resize deferred; waiting for room, as the policy says", "since", since, "action", df.rules.Action)
 			d.event(pod, corev1.EventTypeWarning, ReasonResizeDeferred, fmt.Sprintf(
 				"the kubelet deferred the resize (no room on the node) at %s; snug leaves it pending (behavior.deferred.action Wait)", since.UTC().Format(time.RFC3339)))
 		}
@@ -378,7 +363,7 @@ func (d *Decider) handleDeferred(ctx context.Context, log logr.Logger, st *podSt
 		action = deferredRevert
 	}
 	d.metrics.deferredActions.WithLabelValues(action).Inc()
-	summary := fit.summary + fmt.Sprintf(" (deferred for %s; behavior.deferred.action %s", now.Sub(since).Round(time.Second), df.rules.action)
+	summary := fit.summary + fmt.Sprintf(" (deferred for %s; behavior.deferred.action %s", now.Sub(since).Round(time.Second), df.rules.Action)
 	if fit.revert {
 		summary += ": nothing of the increase fits, back to the actual resources"
 		if fit.why != "" {

@@ -22,12 +22,12 @@ import (
 
 func TestNextDeferredStep(t *testing.T) {
 	t0 := time.Unix(1000, 0)
-	rules := func(a v1alpha1.DeferredAction, after time.Duration) deferredRules {
-		return deferredRules{action: a, after: after}
+	rules := func(a v1alpha1.DeferredAction, after time.Duration) policy.Deferred {
+		return policy.Deferred{Action: a, After: after}
 	}
 	for _, tc := range []struct {
 		name    string
-		r       deferredRules
+		r       policy.Deferred
 		age     time.Duration // since the deferral
 		actedAt time.Duration // ago; 0 = never
 		want    deferredStep

@@ -86,9 +86,6 @@ func WatchPolicies(ctx context.Context, pc *policyclient.Client, syncTimeout tim
 	return l, nil
 }
 
-// actuates reports whether the mode lets the agent patch pods.
-func actuates(m v1alpha1.UpdateMode) bool { return policy.Actuates(m) }
-
 // containerRules is what a container policy means to the recommender and
 // the planner.
 type containerRules = policy.Rules
