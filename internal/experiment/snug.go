@@ -47,10 +47,17 @@ type Snug struct {
 	AgentURL string
 	// ControllerMetricsURL is the controller's /metrics URL.
 	ControllerMetricsURL string
-	// AgentLog and ControllerLog are the paths of their output.
+	// AgentLog and ControllerLog are the paths of their output (for an
+	// in-cluster install, written by Stop).
 	AgentLog, ControllerLog string
+	// AgentPod and ControllerPod name the pods of an in-cluster install
+	// (the agent on the node, the controller that leads).
+	AgentPod, ControllerPod string
 
 	agent, controller *proc
+	// install is set for an in-cluster install, which Stop uninstalls.
+	install *InstallOptions
+	client  kubernetes.Interface
 }
 
 // proc is one started process and the channel its Wait result arrives on.
@@ -171,9 +178,15 @@ func StartSnug(ctx context.Context, client kubernetes.Interface, o SnugOptions) 
 	return s, nil
 }
 
-// Stop ends the agent and the controller by their PIDs (SIGTERM, then
-// SIGKILL after 30 s) and reports an unclean exit.
+// Stop ends the agent and the controller: host processes by their PIDs
+// (SIGTERM, then SIGKILL after 30 s), reporting an unclean exit; an
+// in-cluster install by helm uninstall, after saving the pods' logs.
 func (s *Snug) Stop() error {
+	if s.install != nil {
+		err := s.uninstall(context.Background())
+		s.install = nil
+		return err
+	}
 	var errs []error
 	for _, p := range []*proc{s.agent, s.controller} {
 		if p != nil {

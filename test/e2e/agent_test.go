@@ -13,10 +13,8 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -35,7 +33,7 @@ import (
 // deleted pod leaving the API and /metrics.
 func TestAgent(t *testing.T) {
 	ctx := context.Background()
-	ag := startAgent(t)
+	ag := installSnug(t, snugInstall{noController: true})
 	ns := testNamespace(t, "snug-agent-")
 
 	t.Run("cpu 300m", func(t *testing.T) {
@@ -155,66 +153,6 @@ func TestAgent(t *testing.T) {
 	})
 }
 
-// agentProc is a `snug-agent` started by the test.
-type agentProc struct {
-	cmd        *exec.Cmd
-	base       string // the agent's HTTP base, for /metrics and /readyz
-	started    time.Time
-	startTicks uint64
-	log        *bytes.Buffer
-}
-
-func startAgent(t *testing.T, extraArgs ...string) *agentProc {
-	t.Helper()
-	bin := os.Getenv("SNUG_BIN")
-	if bin == "" {
-		bin, _ = filepath.Abs("../../bin")
-	}
-	addr := freeAddr(t)
-	log := &bytes.Buffer{}
-	cmd := exec.Command(filepath.Join(bin, "snug-agent"), append([]string{"--node", labOpts.NodeName,
-		"--kubeconfig", labOpts.Kubeconfig(), "--listen", addr, "-v", "1"}, extraArgs...)...)
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting snug-agent: %v", err)
-	}
-	a := &agentProc{cmd: cmd, base: "http://" + addr, started: time.Now(), log: log}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		// Stop it by its PID, as an operator's SIGTERM would, and expect
-		// a clean exit.
-		_ = syscall.Kill(cmd.Process.Pid, syscall.SIGTERM)
-		select {
-		case err := <-exited:
-			if err != nil {
-				t.Errorf("snug-agent exited with %v after SIGTERM", err)
-			}
-		case <-time.After(20 * time.Second):
-			_ = syscall.Kill(cmd.Process.Pid, syscall.SIGKILL)
-			<-exited
-			t.Errorf("snug-agent did not stop within 20s of SIGTERM")
-		}
-		t.Logf("snug-agent output:\n%s", tail(log.String(), 60))
-	})
-	waitFor(t, "snug-agent /readyz", time.Minute, func() (bool, error) {
-		select {
-		case err := <-exited:
-			exited <- err
-			return false, fmt.Errorf("snug-agent exited: %v\n%s", err, log.String())
-		default:
-		}
-		resp, err := http.Get(a.base + "/readyz")
-		if err != nil {
-			return false, nil
-		}
-		resp.Body.Close()
-		return resp.StatusCode == 200, nil
-	})
-	a.started, a.startTicks = time.Now(), cpuTicks(t, cmd.Process.Pid)
-	return a
-}
-
 // api is a client of the agent's JSON API.
 func (a *agentProc) api() *agent.APIClient { return agent.NewAPIClient(a.base) }
 
@@ -263,7 +201,7 @@ func (a *agentProc) waitPoints(t *testing.T, ns, pod, container string, cond fun
 // logCost logs the agent's CPU use since it became ready and its RSS.
 func (a *agentProc) logCost(t *testing.T) {
 	t.Helper()
-	pid := a.cmd.Process.Pid
+	pid := a.pid
 	cpu := float64(cpuTicks(t, pid)-a.startTicks) / 100 // USER_HZ
 	wall := time.Since(a.started).Seconds()
 	status, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
@@ -276,7 +214,7 @@ func (a *agentProc) logCost(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("snug-agent cost on the lab: %.2fs CPU over %.1fs wall = %.2f%% of one core; %s", cpu, wall, 100*cpu/wall, strings.Join(rss, ", "))
+	t.Logf("snug-agent (pod %s, pid %d) cost on the lab: %.2fs CPU over %.1fs wall = %.2f%% of one core; %s", a.pod, pid, cpu, wall, 100*cpu/wall, strings.Join(rss, ", "))
 }
 
 // cpuTicks is utime+stime of pid from /proc/PID/stat, in clock ticks.

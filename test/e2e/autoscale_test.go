@@ -45,8 +45,7 @@ func TestAutoscale(t *testing.T) {
 	pc := installPolicyCRD(t)
 	// The agent covers a targetRef policy's pods through the status.selector
 	// the controller publishes.
-	startController(t)
-	ag := startAgent(t, "--cpu-half-life", "10s")
+	ag := installSnug(t, snugInstall{agentArgs: []string{"--cpu-half-life=10s"}})
 	ns := testNamespace(t, "snug-autoscale-")
 
 	t.Run("deployment grows in place and shrinks after the window", func(t *testing.T) {

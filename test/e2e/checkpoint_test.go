@@ -28,8 +28,7 @@ import (
 func TestCheckpoint(t *testing.T) {
 	ctx := t.Context()
 	pc := installPolicyCRD(t)
-	startController(t)
-	ag := startAgent(t, "--snapshot-interval", "10s")
+	ag := installSnug(t, snugInstall{agentArgs: []string{"--snapshot-interval=10s"}})
 	ns := testNamespace(t, "snug-ckpt-")
 	createPolicy(t, pc, ns, "load", v1alpha1.SnugPolicySpec{
 		TargetRef:    &v1alpha1.CrossVersionObjectReference{Kind: "Deployment", Name: "load"},

@@ -36,8 +36,7 @@ func TestAgentConflict(t *testing.T) {
 	pc := installPolicyCRD(t)
 	// The agent covers a targetRef policy's pods through the status.selector
 	// the controller publishes.
-	startController(t)
-	ag := startAgent(t)
+	ag := installSnug(t, snugInstall{})
 	ns := testNamespace(t, "snug-conflict-")
 	createPolicy(t, pc, ns, "load", v1alpha1.SnugPolicySpec{
 		TargetRef:    &v1alpha1.CrossVersionObjectReference{Kind: "Deployment", Name: "load"},

@@ -8,12 +8,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -43,16 +39,12 @@ import (
 )
 
 const (
-	// controllerMetricsAddr and controllerHealthAddr are where the
-	// controller under test serves; loopback only.
-	controllerMetricsAddr = "127.0.0.1:19465"
-	controllerHealthAddr  = "127.0.0.1:19466"
 	// statusTimeout bounds a wait for the controller to write a status.
 	statusTimeout = time.Minute
 )
 
-// TestController runs the real binary (bin/snug-controller) as a host
-// process against the lab and holds it to docs/controller.md: target
+// TestController installs the controller in-cluster with the chart and
+// holds it to docs/controller.md: target
 // resolution, conditions, HPA detection, overlap, the learnt-history
 // checkpoint and the eviction fallback within PodDisruptionBudgets.
 func TestController(t *testing.T) {
@@ -78,14 +70,15 @@ func TestController(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	startController(t)
-	// --install-crds installed the CRD before the controller started.
+	// The chart installs the CRD with the controller (crds.keep off, so
+	// that uninstall takes it away; the cleanup above makes sure).
+	installSnug(t, snugInstall{set: []string{"crds.enabled=true", "crds.keep=false"}})
 	if _, err := ext.CustomResourceDefinitions().Get(ctx, "snugpolicies.autoscaling.snug.dev", metav1.GetOptions{}); err != nil {
-		t.Fatalf("CRD not installed by --install-crds: %v", err)
+		t.Fatalf("CRD not installed by the chart: %v", err)
 	}
-	lease, err := client.CoordinationV1().Leases("kube-system").Get(ctx, "snug-controller", metav1.GetOptions{})
+	lease, err := client.CoordinationV1().Leases("snug-system").Get(ctx, "snug-controller", metav1.GetOptions{})
 	if err != nil || ptr.Deref(lease.Spec.HolderIdentity, "") == "" {
-		t.Fatalf("lease kube-system/snug-controller not held: %v", err)
+		t.Fatalf("lease snug-system/snug-controller not held: %v", err)
 	}
 	t.Logf("lease held by %s", *lease.Spec.HolderIdentity)
 
@@ -96,69 +89,6 @@ func TestController(t *testing.T) {
 	t.Run("overlap", func(t *testing.T) { testControllerOverlap(t, pc) })
 	t.Run("evict", func(t *testing.T) { testControllerEvict(t, pc) })
 	t.Run("metrics", func(t *testing.T) { testControllerMetrics(t, pc) })
-}
-
-// startController runs bin/snug-controller until the test ends, then stops
-// it by its PID and waits for it.
-func startController(t *testing.T) {
-	t.Helper()
-	bin := os.Getenv("SNUG_BIN")
-	if bin == "" {
-		bin, _ = filepath.Abs("../../bin")
-	}
-	logPath := filepath.Join(t.TempDir(), "controller.log")
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(filepath.Join(bin, "snug-controller"),
-		"--kubeconfig", labOpts.Kubeconfig(), "--install-crds",
-		"--metrics-addr", controllerMetricsAddr, "--health-addr", controllerHealthAddr)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting the controller: %v", err)
-	}
-	t.Logf("controller started, pid %d, log %s", cmd.Process.Pid, logPath)
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("controller exited: %v", err)
-			}
-		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-			t.Errorf("controller did not stop within 30s of SIGTERM")
-		}
-		logFile.Close()
-		if t.Failed() {
-			if b, err := os.ReadFile(logPath); err == nil {
-				t.Logf("controller log:\n%s", b)
-			}
-		}
-	})
-	// Ready once it serves health and holds the lease.
-	err = wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		select {
-		case err := <-done:
-			return false, fmt.Errorf("controller exited early: %v", err)
-		default:
-		}
-		resp, err := http.Get("http://" + controllerHealthAddr + "/healthz")
-		if err != nil {
-			return false, nil
-		}
-		resp.Body.Close()
-		l, err := client.CoordinationV1().Leases("kube-system").Get(ctx, "snug-controller", metav1.GetOptions{})
-		return err == nil && ptr.Deref(l.Spec.HolderIdentity, "") != "", nil
-	})
-	if err != nil {
-		b, _ := os.ReadFile(logPath)
-		t.Fatalf("waiting for the controller: %v\n%s", err, b)
-	}
 }
 
 // waitPolicy polls the policy until ok accepts it and returns it.
@@ -631,7 +561,7 @@ func waitPDB(t *testing.T, ns, name string, allowed int32) {
 
 func scrapeMetrics(t *testing.T) string {
 	t.Helper()
-	resp, err := http.Get("http://" + controllerMetricsAddr + "/metrics")
+	resp, err := http.Get(controllerMetricsURL(t))
 	if err != nil {
 		t.Fatal(err)
 	}

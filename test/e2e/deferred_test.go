@@ -30,7 +30,7 @@ const deferredAfterSeconds = 5
 // is gone.
 func TestAutoscaleDeferred(t *testing.T) {
 	pc := installPolicyCRD(t)
-	ag := startAgent(t, "--cpu-half-life", "10s")
+	ag := installSnug(t, snugInstall{agentArgs: []string{"--cpu-half-life=10s"}, noController: true})
 	ns := testNamespace(t, "snug-deferred-")
 	ctx := t.Context()
 

@@ -1,0 +1,243 @@
+package experiment
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/kubernetes"
+)
+
+// InstallOptions says how to install snug's Helm chart into a cluster whose
+// nodes this machine can reach by pod IP (the lab), the way a user installs
+// it: images from a registry, the agent a DaemonSet, the controller a
+// Deployment.
+type InstallOptions struct {
+	// Helm is the helm binary; Chart the chart directory.
+	Helm, Chart string
+	// Kubeconfig is the admin kubeconfig helm uses.
+	Kubeconfig string
+	// Namespace and Release name the installation; empty means snug-system
+	// and snug.
+	Namespace, Release string
+	// Registry and Tag name the images (image.registry, image.tag).
+	Registry, Tag string
+	// Node is the node whose agent AgentURL points at.
+	Node string
+	// AgentArgs and ControllerArgs become agent.extraArgs and
+	// controller.extraArgs.
+	AgentArgs, ControllerArgs []string
+	// Set holds more --set key=value pairs.
+	Set []string
+	// NoController installs the agent only (controller.enabled=false).
+	NoController bool
+	// LogDir receives agent.log and controller.log when Stop runs; it is
+	// created.
+	LogDir string
+	// Timeout bounds the install and each wait; zero means DefaultTimeout.
+	Timeout time.Duration
+}
+
+// The chart's labels and ports, as charts/snug names them.
+const (
+	componentLabel   = "app.kubernetes.io/component"
+	agentPort        = 9464
+	controllerPort   = 8080
+	leaseName        = "snug-controller"
+	defaultRelease   = "snug"
+	defaultInstallNS = "snug-system"
+)
+
+func (o *InstallOptions) release() string {
+	if o.Release == "" {
+		return defaultRelease
+	}
+	return o.Release
+}
+
+func (o *InstallOptions) namespace() string {
+	if o.Namespace == "" {
+		return defaultInstallNS
+	}
+	return o.Namespace
+}
+
+// helmArgs is the command line of `helm upgrade --install` for o.
+func (o *InstallOptions) helmArgs(timeout time.Duration) ([]string, error) {
+	args := []string{"upgrade", "--install", o.release(), o.Chart,
+		"--namespace", o.namespace(), "--create-namespace", "--kubeconfig", o.Kubeconfig,
+		"--wait", "--timeout", timeout.String()}
+	if o.Registry != "" {
+		args = append(args, "--set", "image.registry="+o.Registry)
+	}
+	if o.Tag != "" {
+		args = append(args, "--set", "image.tag="+o.Tag)
+	}
+	for key, list := range map[string][]string{"agent.extraArgs": o.AgentArgs, "controller.extraArgs": o.ControllerArgs} {
+		if len(list) == 0 {
+			continue
+		}
+		b, err := json.Marshal(list)
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, "--set-json", key+"="+string(b))
+	}
+	if o.NoController {
+		args = append(args, "--set", "controller.enabled=false")
+	}
+	for _, s := range o.Set {
+		args = append(args, "--set", s)
+	}
+	return args, nil
+}
+
+// InstallSnug installs (or upgrades) the chart and returns once the agent
+// on o.Node is ready and, unless NoController, a controller leads. Stop
+// uninstalls it.
+func InstallSnug(ctx context.Context, client kubernetes.Interface, o InstallOptions) (s *Snug, err error) {
+	if o.Helm == "" || o.Chart == "" || o.Kubeconfig == "" || o.Node == "" || o.LogDir == "" {
+		return nil, errors.New("install snug: Helm, Chart, Kubeconfig, Node and LogDir are required")
+	}
+	if err := os.MkdirAll(o.LogDir, 0o755); err != nil {
+		return nil, err
+	}
+	timeout := Env{Timeout: o.Timeout}.timeout()
+	args, err := o.helmArgs(timeout)
+	if err != nil {
+		return nil, err
+	}
+	s = &Snug{
+		AgentLog:      filepath.Join(o.LogDir, "agent.log"),
+		ControllerLog: filepath.Join(o.LogDir, "controller.log"),
+		install:       &o,
+		client:        client,
+	}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, s.Stop())
+		}
+	}()
+	if out, herr := helm(ctx, o.Helm, args...); herr != nil {
+		return s, fmt.Errorf("helm install of %s: %w\n%s", o.Chart, herr, out)
+	}
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	err = poll(wctx, 200*time.Millisecond, func(ctx context.Context) (bool, error) {
+		agentPod, err := s.readyPod(ctx, "agent", o.Node)
+		if err != nil || agentPod == nil {
+			return false, err
+		}
+		s.AgentPod = agentPod.Name
+		s.AgentURL = fmt.Sprintf("http://%s:%d", agentPod.Status.PodIP, agentPort)
+		if !httpOK(s.AgentURL + "/readyz") {
+			return false, nil
+		}
+		if o.NoController {
+			return true, nil
+		}
+		l, err := client.CoordinationV1().Leases(o.namespace()).Get(ctx, leaseName, metav1.GetOptions{})
+		if err != nil || l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == "" {
+			return false, nil
+		}
+		// The holder identity starts with the leader's pod name.
+		leader, _, _ := strings.Cut(*l.Spec.HolderIdentity, "_")
+		p, err := client.CoreV1().Pods(o.namespace()).Get(ctx, leader, metav1.GetOptions{})
+		if err != nil || p.Status.PodIP == "" {
+			return false, nil
+		}
+		s.ControllerPod = p.Name
+		s.ControllerMetricsURL = fmt.Sprintf("http://%s:%d/metrics", p.Status.PodIP, controllerPort)
+		return true, nil
+	})
+	if err != nil {
+		return s, fmt.Errorf("waiting for snug's agent on %s to be ready and its controller to lead: %w", o.Node, err)
+	}
+	return s, nil
+}
+
+// readyPod returns the component's Ready pod (on node, when given), nil
+// while there is none.
+func (s *Snug) readyPod(ctx context.Context, component, node string) (*corev1.Pod, error) {
+	lo := metav1.ListOptions{LabelSelector: componentLabel + "=" + component}
+	if node != "" {
+		lo.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", node).String()
+	}
+	pods, err := s.client.CoreV1().Pods(s.install.namespace()).List(ctx, lo)
+	if err != nil {
+		return nil, nil // the API server may be starting; keep polling
+	}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if p.DeletionTimestamp != nil || p.Status.PodIP == "" {
+			continue
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+				return p, nil
+			}
+		}
+	}
+	return nil, nil
+}
+
+// saveLogs writes the current logs of the agent and controller pods to
+// AgentLog and ControllerLog.
+func (s *Snug) saveLogs(ctx context.Context) error {
+	var errs []error
+	for component, path := range map[string]string{"agent": s.AgentLog, "controller": s.ControllerLog} {
+		pods, err := s.client.CoreV1().Pods(s.install.namespace()).List(ctx, metav1.ListOptions{LabelSelector: componentLabel + "=" + component})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("listing snug's %s pods: %w", component, err))
+			continue
+		}
+		var buf bytes.Buffer
+		for _, p := range pods.Items {
+			fmt.Fprintf(&buf, "=== pod %s (node %s)\n", p.Name, p.Spec.NodeName)
+			rc, err := s.client.CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{}).Stream(ctx)
+			if err != nil {
+				fmt.Fprintf(&buf, "(no log: %v)\n", err)
+				continue
+			}
+			_, _ = io.Copy(&buf, rc)
+			rc.Close()
+		}
+		if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// uninstall saves the pods' logs and runs `helm uninstall --wait`.
+func (s *Snug) uninstall(ctx context.Context) error {
+	o := s.install
+	timeout := Env{Timeout: o.Timeout}.timeout()
+	ctx, cancel := context.WithTimeout(ctx, 2*timeout)
+	defer cancel()
+	lerr := s.saveLogs(ctx)
+	out, err := helm(ctx, o.Helm, "uninstall", o.release(), "--namespace", o.namespace(),
+		"--kubeconfig", o.Kubeconfig, "--wait", "--timeout", timeout.String())
+	if err != nil {
+		return errors.Join(lerr, fmt.Errorf("helm uninstall %s: %w\n%s", o.release(), err, out))
+	}
+	return lerr
+}
+
+// helm runs the helm binary and returns its combined output.
+func helm(ctx context.Context, bin string, args ...string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, bin, args...)
+	out, err := cmd.CombinedOutput()
+	return bytes.TrimSpace(out), err
+}
