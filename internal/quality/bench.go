@@ -103,6 +103,7 @@ var figures = []figure{
 	{"oom kills", func(m *Metrics) float64 { return float64(m.OOMKills) }, ""},
 	{"resizes/pod-hour", func(m *Metrics) float64 { return m.ResizesPerPodHour }, ""},
 	{"starvation ended p50 s", func(m *Metrics) float64 { return m.EndedP50() }, ""},
+	{"starvation ended max s", func(m *Metrics) float64 { return m.EndedMax() }, ""},
 	{"min mem headroom", func(m *Metrics) float64 { return m.MinMemHeadroom }, "%"},
 	{"cpu request core-h", func(m *Metrics) float64 { return m.CPURequestCoreHours }, ""},
 	{"mem request GiB-h", func(m *Metrics) float64 { return m.MemRequestGiBHours }, ""},

@@ -233,6 +233,22 @@ func (m *Metrics) EndedP50() float64 {
 	return percentile(v, 0.5)
 }
 
+// EndedMax is the longest of Ended (a step that never ended counts as the
+// trace's length).
+func (m *Metrics) EndedMax() float64 {
+	if len(m.Ended) == 0 {
+		return math.NaN()
+	}
+	out := 0.0
+	for _, e := range m.Ended {
+		if math.IsNaN(e) {
+			e = float64(m.Seconds)
+		}
+		out = math.Max(out, e)
+	}
+	return out
+}
+
 // percentile is the nearest-rank percentile of v (v is not changed).
 func percentile(v []float64, q float64) float64 {
 	if len(v) == 0 {

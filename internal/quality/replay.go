@@ -103,7 +103,7 @@ func newWorld(tr *trace.Trace, name string) *world {
 				CPURequestMillis: c.CPURequestMillis, CPULimitMillis: c.CPULimitMillis,
 				MemRequestBytes: c.MemRequestBytes, MemLimitBytes: c.MemLimitBytes,
 			})
-			nc.CPURestart, nc.MemRestart = c.CPURestart, c.MemRestart
+			nc.CPURestart, nc.MemRestart, nc.MemByAge = c.CPURestart, c.MemRestart, c.MemByAge
 			cs = append(cs, nc)
 		}
 		w.cont = append(w.cont, cs)

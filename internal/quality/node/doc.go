@@ -18,7 +18,9 @@
 //     restart, then 10 s doubling to 300 s, as the kubelet's
 //     CrashLoopBackOff; reset after 10 minutes without a kill), and
 //     starts again with its age at 0. While down it uses nothing and all
-//     its CPU demand is starved.
+//     its CPU demand is starved. A restarted container whose demand follows
+//     the clock rebuilds its working set over RestartWarmup (10 s,
+//     linearly): the new process does not start with the old one's memory.
 //   - Resizes take effect after a kubelet latency drawn from the measured
 //     distribution (Latencies; docs/benchmarks.md, 1.35.4: the status showed
 //     the new resources 0.24-0.92 s after the patch), rounded up to whole

@@ -18,6 +18,11 @@ type Resources struct {
 // runs and KUBELET of VPA's three), in seconds.
 var Latencies = []float64{0.92, 0.24, 0.37, 0.42, 0.92, 0.29}
 
+// RestartWarmup is how long a restarted container takes to rebuild the
+// working set its wall-clock demand asks for (linearly from 1/RestartWarmup
+// of it): a new process does not start with the old one's memory.
+const RestartWarmup = 10
+
 // Periods is how many CFS periods a second has (cpu.cfs_period_us 100000).
 const Periods = 10
 
@@ -34,6 +39,10 @@ type Container struct {
 	Actual Resources
 	// Restart says resizes of cpu or memory restart the container.
 	CPURestart, MemRestart bool
+	// MemByAge says the memory demand follows the container's age (the
+	// caller's memAt reads it so); otherwise a restarted container rebuilds
+	// its working set over RestartWarmup.
+	MemByAge bool
 
 	pending    *Resources
 	pendingAt  int // second the pending resize takes effect (from then on, retried)
@@ -127,6 +136,9 @@ func (c *Container) Step(now int, cpuDemand float64, memAt func(age int) float64
 	s.CPUUsageMillis, s.ThrottledFraction = CPU(cpuDemand, c.Actual.CPULimitMillis)
 	s.StarvedMillis = math.Max(0, cpuDemand-s.CPUUsageMillis)
 	ws := memAt(c.age)
+	if c.restarts > 0 && !c.MemByAge && c.age < RestartWarmup {
+		ws *= float64(c.age+1) / RestartWarmup
+	}
 	c.age++
 	if c.Actual.MemLimitBytes > 0 && ws > float64(c.Actual.MemLimitBytes) {
 		s.OOMKilled = true

@@ -47,6 +47,7 @@ func TestStarved(t *testing.T) {
 // it uses nothing and all its cpu demand is starved; its age restarts.
 func TestOOMBackoff(t *testing.T) {
 	c := NewContainer(Resources{MemLimitBytes: 100})
+	c.MemByAge = true
 	byAge := func(age int) float64 {
 		if age >= 3 {
 			return 200 // the leak reaches the limit at age 3
@@ -192,4 +193,35 @@ func equal(a, b []int) bool {
 		}
 	}
 	return true
+}
+
+// TestRestartWarmup: after an OOM kill a container whose memory follows
+// the clock rebuilds its working set over RestartWarmup seconds, so a
+// limit raised within them saves it from a second kill.
+func TestRestartWarmup(t *testing.T) {
+	c := NewContainer(Resources{MemLimitBytes: 100})
+	mem := flat(200)
+	if s := c.Step(0, 0, mem); !s.OOMKilled {
+		t.Fatal("200 B over a 100 B limit was not killed")
+	}
+	// Restarted at once: 1/10 of 200 B, then 2/10...
+	for now := 1; now <= 4; now++ {
+		s := c.Step(now, 0, mem)
+		if want := 200 * float64(now) / RestartWarmup; s.OOMKilled || s.MemBytes != want {
+			t.Fatalf("second %d: %+v, want %v B and no kill", now, s, want)
+		}
+	}
+	c.Resize(4, Resources{MemLimitBytes: 300}, 0)
+	for now := 5; now < 20; now++ {
+		if s := c.Step(now, 0, mem); s.OOMKilled {
+			t.Fatalf("killed at %d after the limit was raised", now)
+		}
+	}
+	// A container whose memory follows its age is not scaled.
+	b := NewContainer(Resources{MemLimitBytes: 100})
+	b.MemByAge = true
+	b.Step(0, 0, mem)
+	if s := b.Step(1, 0, flat(50)); s.MemBytes != 50 {
+		t.Errorf("by age: %v B, want 50", s.MemBytes)
+	}
 }
