@@ -96,6 +96,8 @@ type figure struct {
 var figures = []figure{
 	{"cpu slack (request)", func(m *Metrics) float64 { return m.CPUSlack }, "%"},
 	{"mem slack (request)", func(m *Metrics) float64 { return m.MemSlack }, "%"},
+	{"cpu slack, mean of traces", func(m *Metrics) float64 { return m.CPUSlackMean }, "%"},
+	{"mem slack, mean of traces", func(m *Metrics) float64 { return m.MemSlackMean }, "%"},
 	{"cpu slack (limit)", func(m *Metrics) float64 { return m.CPULimitSlack }, "%"},
 	{"mem slack (limit)", func(m *Metrics) float64 { return m.MemLimitSlack }, "%"},
 	{"starved core-s", func(m *Metrics) float64 { return m.StarvedCoreSeconds }, ""},
@@ -162,6 +164,32 @@ func WriteTable(w io.Writer, title string, runs map[string]*Metrics) {
 	fmt.Fprintln(w)
 }
 
+// WriteSummary prints one line per trace: snug's and VPA's main figures
+// side by side.
+func WriteSummary(w io.Writer, title string, results []*Result) {
+	fmt.Fprintln(w, title)
+	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "TRACE\tCPU SLACK snug|vpa\tMEM SLACK snug|vpa\tSTARVED CORE-S snug|vpa\tOOM snug|vpa\tRESIZES/POD-H snug|vpa\tENDED P50 S snug|vpa")
+	for _, r := range results {
+		s, v := r.Runs["snug"], r.Runs["vpa"]
+		if s == nil || v == nil {
+			continue
+		}
+		pair := func(f func(*Metrics) float64, unit string) string {
+			return cell(f(s), unit) + " | " + cell(f(v), unit)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Trace.Name,
+			pair(func(m *Metrics) float64 { return m.CPUSlack }, "%"),
+			pair(func(m *Metrics) float64 { return m.MemSlack }, "%"),
+			pair(func(m *Metrics) float64 { return m.StarvedCoreSeconds }, ""),
+			pair(func(m *Metrics) float64 { return float64(m.OOMKills) }, ""),
+			pair(func(m *Metrics) float64 { return m.ResizesPerPodHour }, ""),
+			pair((*Metrics).EndedP50, ""))
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+}
+
 // Overall folds the results of several traces into one Metrics per sizer:
 // slacks and the throttled share weighted by container-seconds, sums of
 // starved core-seconds, OOM kills and resizes, resizes per pod-hour over
@@ -175,12 +203,15 @@ func Overall(results []*Result) map[string]*Metrics {
 		podHours := 0.0
 		var ended []float64
 		n := 0
+		cpuMean, memMean := 0.0, 0.0
 		for _, r := range results {
 			x := r.Runs[s]
 			if x == nil {
 				continue
 			}
 			n++
+			cpuMean += x.CPUSlack
+			memMean += x.MemSlack
 			a := x.acc
 			sum.cpuReq += a.cpuReq
 			sum.cpuSlack += a.cpuSlack
@@ -216,6 +247,7 @@ func Overall(results []*Result) map[string]*Metrics {
 			return a / b
 		}
 		m.CPUSlack, m.MemSlack = div(sum.cpuSlack, sum.cpuReq), div(sum.memSlack, sum.memReq)
+		m.CPUSlackMean, m.MemSlackMean = cpuMean/float64(n), memMean/float64(n)
 		m.CPULimitSlack, m.MemLimitSlack = div(sum.cpuLimSlack, sum.cpuLim), div(sum.memLimSlack, sum.memLim)
 		m.ThrottledShare = div(float64(sum.throttled), float64(sum.running))
 		m.ResizesPerPodHour = div(float64(m.Resizes), podHours)
@@ -243,6 +275,8 @@ func Goals(w io.Writer, held []*Result) {
 	fmt.Fprintln(w, "goals over the held-out half:")
 	fmt.Fprintf(w, "  cpu slack <= 0.7x VPA's: %s (%s)\n", ratio(s.CPUSlack, v.CPUSlack), met(s.CPUSlack <= 0.7*v.CPUSlack))
 	fmt.Fprintf(w, "  mem slack <= 0.7x VPA's: %s (%s)\n", ratio(s.MemSlack, v.MemSlack), met(s.MemSlack <= 0.7*v.MemSlack))
+	fmt.Fprintf(w, "  the same, each trace weighing the same: cpu %s (%s), mem %s (%s)\n",
+		ratio(s.CPUSlackMean, v.CPUSlackMean), met(s.CPUSlackMean <= 0.7*v.CPUSlackMean), ratio(s.MemSlackMean, v.MemSlackMean), met(s.MemSlackMean <= 0.7*v.MemSlackMean))
 	fmt.Fprintf(w, "  starved core-seconds <= 0.5x VPA's: %s (%s)\n", ratio(s.StarvedCoreSeconds, v.StarvedCoreSeconds), met(s.StarvedCoreSeconds <= 0.5*v.StarvedCoreSeconds))
 	fmt.Fprintf(w, "  oom kills <= VPA's: %d vs %d (%s)\n", s.OOMKills, v.OOMKills, met(s.OOMKills <= v.OOMKills))
 	for _, r := range held {
@@ -352,6 +386,9 @@ func Bench(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 				return fmt.Errorf("writing the pictures: %w", werr)
 			}
 		}
+	}
+	if len(results) > 1 {
+		WriteSummary(stdout, "per trace, snug | vpa", results)
 	}
 	if len(tuning) > 0 && len(results) > 1 {
 		WriteTable(stdout, fmt.Sprintf("overall, tuning half (%d traces)", len(tuning)), Overall(tuning))

@@ -27,6 +27,10 @@ type Metrics struct {
 	// slack counts only containers with a limit.
 	CPUSlack, MemSlack           float64
 	CPULimitSlack, MemLimitSlack float64
+	// CPUSlackMean and MemSlackMean are, in an Overall, the plain means of
+	// the traces' request-based slacks (each trace weighs the same; in
+	// CPUSlack a long trace weighs by its length). NaN for one trace.
+	CPUSlackMean, MemSlackMean float64
 	// StarvedCoreSeconds is the CPU demand left unmet, in core-seconds.
 	StarvedCoreSeconds float64
 	// ThrottledShare is the share of running container-seconds throttled
@@ -196,6 +200,7 @@ func (m *Metrics) finish(w *world) {
 		return x / y
 	}
 	m.CPUSlack, m.MemSlack = ratio(a.cpuSlack, a.cpuReq), ratio(a.memSlack, a.memReq)
+	m.CPUSlackMean, m.MemSlackMean = math.NaN(), math.NaN()
 	m.CPULimitSlack, m.MemLimitSlack = ratio(a.cpuLimSlack, a.cpuLim), ratio(a.memLimSlack, a.memLim)
 	m.StarvedCoreSeconds = a.starved
 	m.ThrottledShare = ratio(float64(a.throttled), float64(a.running))

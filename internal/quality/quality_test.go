@@ -108,13 +108,16 @@ func TestSnugOnStep(t *testing.T) {
 }
 
 func TestOverall(t *testing.T) {
-	a := &Metrics{Pods: 1, Seconds: 3600, OOMKills: 1, Resizes: 2, StarvedCoreSeconds: 1, Ended: []float64{2, math.NaN()}}
+	a := &Metrics{CPUSlack: 0.5, Pods: 1, Seconds: 3600, OOMKills: 1, Resizes: 2, StarvedCoreSeconds: 1, Ended: []float64{2, math.NaN()}}
 	a.acc = acc{cpuReq: 100, cpuSlack: 50, running: 10, throttled: 1, minHeadroom: 0.5}
-	b := &Metrics{Pods: 2, Seconds: 3600, Resizes: 4, StarvedCoreSeconds: 2, Ended: []float64{4}}
+	b := &Metrics{CPUSlack: 0.1, Pods: 2, Seconds: 3600, Resizes: 4, StarvedCoreSeconds: 2, Ended: []float64{4}}
 	b.acc = acc{cpuReq: 300, cpuSlack: 30, running: 30, throttled: 3, minHeadroom: 0.2}
 	o := Overall([]*Result{{Runs: map[string]*Metrics{"snug": a}}, {Runs: map[string]*Metrics{"snug": b}}})["snug"]
 	if o.CPUSlack != 80.0/400 || o.ThrottledShare != 0.1 || o.OOMKills != 1 || o.StarvedCoreSeconds != 3 || o.ResizesPerPodHour != 2 || o.MinMemHeadroom != 0.2 {
 		t.Errorf("overall %+v", o)
+	}
+	if math.Abs(o.CPUSlackMean-0.3) > 1e-9 {
+		t.Errorf("mean of the traces' cpu slack %v, want 0.3 (of 0.5 and 0.1)", o.CPUSlackMean)
 	}
 	// The step that never ended counts as its trace's length.
 	if p := o.EndedP50(); p != 4 {
