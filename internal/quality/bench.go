@@ -396,8 +396,13 @@ func Bench(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 	if len(heldOut) > 0 {
 		WriteTable(stdout, fmt.Sprintf("overall, held-out half (%d traces)", len(heldOut)), Overall(heldOut))
 		Goals(stdout, heldOut)
+		fmt.Fprintln(stdout)
 	}
-	fmt.Fprintf(stdout, "\nreplayed %d trace(s) under %d sizers in %.1fs\n", len(results), len(Sizers), time.Since(start).Seconds())
+	sizers := len(Sizers)
+	if vpaBin == "" {
+		sizers--
+	}
+	fmt.Fprintf(stdout, "replayed %d trace(s) under %d sizers in %.1fs\n", len(results), sizers, time.Since(start).Seconds())
 	return nil
 }
 
