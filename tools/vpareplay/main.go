@@ -168,8 +168,9 @@ func (s *state) step(t tick) (answer, error) {
 				cs.AddSample(&model.ContainerUsageSample{MeasureStart: start, Usage: model.MemoryAmountFromBytes(float64(c.MemBytes)), Resource: model.ResourceMemory})
 			}
 			for _, o := range c.OOMs {
-				// The OOM observer reports the container's memory request
-				// (pkg/recommender/input/oom/observer.go).
+				// The OOM observer reports an OOM-killed container with its
+				// memory request (pkg/recommender/input/oom/observer.go,
+				// lines 190-197 in 1.8.1).
 				_ = cs.RecordOOM(unix(o), model.MemoryAmountFromBytes(float64(c.MemRequestBytes)))
 			}
 		}
