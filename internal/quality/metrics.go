@@ -109,9 +109,9 @@ func newMetrics(tr *trace.Trace, sizer string) *Metrics {
 	return m
 }
 
-// add takes in one container-second: the demand, what the node did, and
-// the resources it ran with (after any resize of the second).
-func (m *Metrics) add(p, c, t int, cpuDemand, memWanted float64, s node.Second, r node.Resources) {
+// add takes in one container-second: what the node did and the resources
+// it ran with (after any resize of the second).
+func (m *Metrics) add(p, c, t int, s node.Second, r node.Resources) {
 	a := &m.acc
 	a.starved += s.StarvedMillis / 1000
 	if s.OOMKilled {
@@ -168,8 +168,6 @@ func (m *Metrics) add(p, c, t int, cpuDemand, memWanted float64, s node.Second, 
 		u.cpu = append(u.cpu, s.CPUUsageMillis)
 		u.memMax = math.Max(u.memMax, s.MemBytes)
 	}
-	_ = cpuDemand
-	_ = memWanted
 }
 
 // endSecond closes second t: a step whose containers have all been calm
@@ -191,7 +189,7 @@ func (m *Metrics) endSecond(t int) {
 	}
 }
 
-func (m *Metrics) finish(w *world) {
+func (m *Metrics) finish() {
 	a := &m.acc
 	ratio := func(x, y float64) float64 {
 		if y <= 0 {
@@ -220,7 +218,6 @@ func (m *Metrics) finish(w *world) {
 			m.Ended[i] = float64(m.stepEnd[i] - st)
 		}
 	}
-	_ = w
 }
 
 // EndedP50 is the median of Ended (NaN steps count as the trace's length).

@@ -46,9 +46,9 @@ type world struct {
 // Now is second t's wall-clock time.
 func now(t int) time.Time { return trace.Epoch.Add(time.Duration(t) * time.Second) }
 
-// Run replays tr under the named sizer ("snug", "vpa", "static", "krr").
-// vpaBin is the vpareplay binary (needed for "vpa"); krr is the fixed
-// recommendation for "krr" (from KRR).
+// Run replays tr under the named sizer ("snug", "vpa", "static", "krr");
+// env carries the vpareplay binary ("vpa") and the fixed recommendation
+// ("krr", from KRR).
 func Run(tr *trace.Trace, name string, env Env) (*Metrics, error) {
 	var s sizer
 	switch name {
@@ -82,7 +82,7 @@ func Run(tr *trace.Trace, name string, env Env) (*Metrics, error) {
 			w.cont[r.pod][r.container].Resize(t, r.res, node.DrawLatency(w.rng))
 		}
 	}
-	w.metrics.finish(w)
+	w.metrics.finish()
 	return w.metrics, nil
 }
 
@@ -143,7 +143,7 @@ func (w *world) step(t int) {
 			}
 			s := nc.Step(t, tc.CPUMillis[t], memAt)
 			w.last[p][c] = s
-			w.metrics.add(p, c, t, tc.CPUMillis[t], memAt(s.Age), s, nc.Actual)
+			w.metrics.add(p, c, t, s, nc.Actual)
 			if p == w.plotPod && c == 0 {
 				w.plot.add(t, tc.CPUMillis[t], memAt(s.Age), s, nc.Actual)
 			}

@@ -67,7 +67,7 @@ func EnsureVPAReplay(ctx context.Context, src, cache string, log io.Writer) (str
 	cmd.Dir = src
 	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=readonly", "GOWORK=off")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("building vpareplay in %s: %w\n%s", src, err, out)
+		return "", fmt.Errorf("building vpareplay in %s (it needs the go command and the module proxy once; --no-vpa skips VPA): %w\n%s", src, err, out)
 	}
 	if err := os.Rename(tmp, bin); err != nil {
 		return "", fmt.Errorf("building vpareplay: %w", err)
