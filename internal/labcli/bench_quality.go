@@ -43,7 +43,7 @@ func (o *benchQualityOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&o.Shapes, "shape", o.Shapes, "synthetic shapes to replay")
 	fs.Int64SliceVar(&o.Seeds, "seed", o.Seeds, fmt.Sprintf("seeds of the synthetic corpus (tuning half %v, held-out half %v)", trace.TuningSeeds, trace.HeldOutSeeds))
 	fs.StringVar(&o.TraceFile, "trace", o.TraceFile, "replay this recorded trace instead of the synthetic corpus")
-	fs.StringVar(&o.TraceFormat, "trace-format", o.TraceFormat, "format of --trace: snug (snug's trace CSV) or alibaba (cluster-trace-v2018 container_usage.csv)")
+	fs.StringVar(&o.TraceFormat, "trace-format", o.TraceFormat, "format of --trace: snug (a snug trace recording, JSON or CSV) or alibaba (cluster-trace-v2018 container_usage.csv)")
 	fs.Int64Var(&o.alibabaCPUMillis, "alibaba-cpu-millis", o.alibabaCPUMillis, "millicores that cpu_util_percent 100 stands for (the container's cpu_request), also its starting request and limit")
 	fs.Int64Var(&o.alibabaMemBytes, "alibaba-mem-bytes", o.alibabaMemBytes, "bytes that mem_util_percent 100 stands for, also the starting request and limit")
 	fs.StringVar(&o.Out, "out", o.Out, "write one SVG per trace here")

@@ -333,7 +333,7 @@ func Bench(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 		if o.TraceFormat == "alibaba" {
 			tr, err = trace.ReadAlibaba(f, name, o.Alibaba)
 		} else {
-			tr, err = trace.ReadSnugCSV(f, name)
+			tr, err = trace.ReadSnug(f, name)
 		}
 		if err != nil {
 			return err

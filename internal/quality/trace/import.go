@@ -1,6 +1,8 @@
 package trace
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/csv"
 	"errors"
 	"fmt"
@@ -9,6 +11,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
+
+	snugtrace "github.com/snug-dev/snug/internal/trace"
 )
 
 // AlibabaOptions size an Alibaba trace: its utilisations are percentages
@@ -141,7 +146,8 @@ func parseOpt(s string) (float64, error) {
 // actual ones. A recording shows usage, not demand: where the container
 // was throttled, demand is taken as usage times (1 + throttled fraction),
 // the recorder's only hint of the work that waited. Values are held from
-// one row to the next, second by second, from t_seconds 0.
+// one row to the next, second by second, from the first row with usage
+// (t_seconds may be negative: the benches count from their load step).
 func ReadSnugCSV(r io.Reader, name string) (*Trace, error) {
 	cr := csv.NewReader(r)
 	head, err := cr.Read()
@@ -189,9 +195,6 @@ func ReadSnugCSV(r io.Reader, name string) (*Trace, error) {
 		if err := errors.Join(err1, err2, err3, err4); err != nil {
 			return nil, fmt.Errorf("reading snug trace: line %d: %w", line, err)
 		}
-		if t < 0 {
-			continue
-		}
 		k := rec[col["pod"]] + "/" + rec[col["container"]]
 		s := all[k]
 		if s == nil {
@@ -204,11 +207,17 @@ func ReadSnugCSV(r io.Reader, name string) (*Trace, error) {
 	if len(order) == 0 {
 		return nil, fmt.Errorf("reading snug trace: %w", ErrNoRows)
 	}
-	last := 0.0
+	first, last := math.Inf(1), math.Inf(-1)
 	for _, s := range all {
+		first = math.Min(first, s.points[0].t)
 		last = math.Max(last, s.points[len(s.points)-1].t)
 	}
-	n := int(last) + 1
+	for _, s := range all {
+		for i := range s.points {
+			s.points[i].t -= first
+		}
+	}
+	n := int(last-first) + 1
 	tr := &Trace{Name: name, Seconds: n}
 	pods := map[string]int{}
 	for _, k := range order {
@@ -248,4 +257,27 @@ func num(s string) (float64, error) {
 		return 0, nil
 	}
 	return strconv.ParseFloat(s, 64)
+}
+
+// ReadSnug reads a snug recording: the JSON recording `snug trace` saves
+// (internal/trace Save), or its CSV (ReadSnugCSV), told apart by the first
+// byte.
+func ReadSnug(r io.Reader, name string) (*Trace, error) {
+	br := bufio.NewReader(r)
+	head, err := br.Peek(1)
+	if err != nil {
+		return nil, fmt.Errorf("reading snug trace: %w", err)
+	}
+	if head[0] != '{' {
+		return ReadSnugCSV(br, name)
+	}
+	rec, err := snugtrace.Load(br)
+	if err != nil {
+		return nil, fmt.Errorf("reading snug trace: %w", err)
+	}
+	var buf bytes.Buffer
+	if err := snugtrace.WriteCSV(&buf, rec, time.Time{}); err != nil {
+		return nil, fmt.Errorf("reading snug trace: %w", err)
+	}
+	return ReadSnugCSV(&buf, name)
 }

@@ -296,3 +296,28 @@ func TestReadSnugCSV(t *testing.T) {
 		t.Error("read a CSV that is not snug's")
 	}
 }
+
+// TestReadSnug reads a JSON recording and the CSV of the same recording
+// (internal/trace's testdata) to the same trace.
+func TestReadSnug(t *testing.T) {
+	read := func(path string) *Trace {
+		t.Helper()
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		tr, err := ReadSnug(f, "deferred")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tr
+	}
+	j, c := read("../../trace/testdata/deferred.json"), read("../../trace/testdata/deferred.csv")
+	if !sameTrace(j, c) || j.Seconds < 5 || j.Pods[0].Containers[0].CPUMillis[0] <= 0 {
+		t.Errorf("json %+v\ncsv %+v", j, c)
+	}
+	if _, err := ReadSnug(strings.NewReader(`{"format": 99}`), "x"); err == nil {
+		t.Error("read a recording of an unknown format")
+	}
+}
