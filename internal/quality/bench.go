@@ -378,7 +378,7 @@ func Bench(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 			if err != nil {
 				return fmt.Errorf("writing the pictures: %w", err)
 			}
-			werr := WriteSVG(f, r.Trace.Name+": demand, and each sizer's request (solid) and limit (dashed) of "+r.Trace.Pods[plotPod(r.Trace)].Name+"/"+r.Trace.Pods[0].Containers[0].Name, r.Trace.Seconds, r.Runs, []string{"snug", "vpa"})
+			werr := WriteSVG(f, r.Trace.Name+": demand (black); snug (blue) and VPA (red) usage (thin), request (solid), limit (dashed) of "+r.Trace.Pods[plotPod(r.Trace)].Name+"/"+r.Trace.Pods[0].Containers[0].Name, r.Trace.Seconds, r.Runs, []string{"snug", "vpa"})
 			if cerr := f.Close(); werr == nil {
 				werr = cerr
 			}

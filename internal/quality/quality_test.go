@@ -149,9 +149,9 @@ func TestWriteSVG(t *testing.T) {
 			lines++
 		}
 	}
-	// demand, request and limit, for cpu and memory.
-	if lines != 6 {
-		t.Errorf("%d lines, want 6", lines)
+	// demand, usage, request and limit, for cpu and memory.
+	if lines != 8 {
+		t.Errorf("%d lines, want 8", lines)
 	}
 }
 

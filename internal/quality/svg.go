@@ -62,12 +62,13 @@ func mib(v []float64) []float64 {
 
 type line struct {
 	label, color string
-	dash         bool
+	dash, thin   bool
 	v            []float64
 }
 
-// WriteSVG draws a shape's replay: per resource a panel with the demand,
-// and each run's usage, request and limit.
+// WriteSVG draws a shape's replay: per resource a panel with the demand
+// (thin black), and each run's usage (thin), request (solid) and limit
+// (dashed) in the run's colour.
 func WriteSVG(wr io.Writer, title string, seconds int, runs map[string]*Metrics, order []string) error {
 	var cpu, mem []line
 	colors := map[string]string{"snug": "#1f77b4", "vpa": "#d62728", "static": "#7f7f7f", "krr": "#2ca02c"}
@@ -79,13 +80,15 @@ func WriteSVG(wr io.Writer, title string, seconds int, runs map[string]*Metrics,
 		}
 		ps := m.plot
 		if first {
-			cpu = append(cpu, line{"demand", "#000000", false, ps.mean(ps.cpuDemand)})
-			mem = append(mem, line{"demand", "#000000", false, mib(ps.memDemand)})
+			cpu = append(cpu, line{label: "demand", color: "#000000", thin: true, v: ps.mean(ps.cpuDemand)})
+			mem = append(mem, line{label: "demand", color: "#000000", thin: true, v: mib(ps.memDemand)})
 			first = false
 		}
 		col := colors[name]
-		cpu = append(cpu, line{name + " request", col, false, ps.cpuReq}, line{name + " limit", col, true, ps.cpuLim})
-		mem = append(mem, line{name + " request", col, false, ps.memReq}, line{name + " limit", col, true, ps.memLim})
+		cpu = append(cpu, line{label: name + " usage", color: col, thin: true, v: ps.mean(ps.cpuUse)},
+			line{label: name + " request", color: col, v: ps.cpuReq}, line{label: name + " limit", color: col, dash: true, v: ps.cpuLim})
+		mem = append(mem, line{label: name + " usage", color: col, thin: true, v: mib(ps.memUse)},
+			line{label: name + " request", color: col, v: ps.memReq}, line{label: name + " limit", color: col, dash: true, v: ps.memLim})
 	}
 	var b strings.Builder
 	const W, H, pad = 960, 300, 50
@@ -134,11 +137,11 @@ func panel(b *strings.Builder, y0, W, H, pad int, ylabel string, lines []line, s
 		if l.dash {
 			dash = ` stroke-dasharray="4,3"`
 		}
-		width := "1.2"
-		if l.label == "demand" {
-			width = "0.8"
+		width, opacity := "1.4", "1"
+		if l.thin {
+			width, opacity = "0.7", "0.6"
 		}
-		fmt.Fprintf(b, `<polyline fill="none" stroke="%s" stroke-width="%s"%s points="%s"/>`+"\n", l.color, width, dash, strings.TrimSpace(pts.String()))
+		fmt.Fprintf(b, `<polyline fill="none" stroke="%s" stroke-width="%s" stroke-opacity="%s"%s points="%s"/>`+"\n", l.color, width, opacity, dash, strings.TrimSpace(pts.String()))
 		ly := yt + 12*float64(k) + 8
 		fmt.Fprintf(b, `<line x1="%.0f" x2="%.0f" y1="%.0f" y2="%.0f" stroke="%s"%s/><text x="%.0f" y="%.0f">%s</text>`+"\n", x1+8, x1+28, ly-3, ly-3, l.color, dash, x1+32, ly, esc(l.label))
 	}
