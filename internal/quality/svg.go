@@ -10,7 +10,7 @@ import (
 )
 
 // plotBuckets is how many points a line of the SVG has at most.
-const plotBuckets = 720
+const plotBuckets = 480
 
 // plotSeries is one run's lines for the plotted container, in buckets of
 // whole seconds: demand and usage (means), request and limit (at the
