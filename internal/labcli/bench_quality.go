@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -102,7 +103,10 @@ memory limit below usage) under four sizers:
 and prints per trace and overall (tuning and held-out halves) slack, starved
 core-seconds, throttled seconds, OOM kills, resizes per pod-hour, seconds to
 "starvation ended" and memory headroom. docs/quality.md defines each.
-No lab is used.`,
+No lab is used.
+
+Shapes:
+` + shapeList(),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.Validate(); err != nil {
@@ -113,4 +117,13 @@ No lab is used.`,
 	}
 	o.AddFlags(cmd.Flags())
 	return cmd
+}
+
+// shapeList lists the corpus's shapes for the help text.
+func shapeList() string {
+	var b strings.Builder
+	for _, s := range trace.Shapes() {
+		fmt.Fprintf(&b, "  %-12s %s\n", s, trace.Describe(s))
+	}
+	return b.String()
 }

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/snug-dev/snug/internal/quality/node"
 )
@@ -29,7 +30,8 @@ const (
 const VPAVersion = "1.8.1"
 
 // EnsureVPAReplay builds tools/vpareplay (src) into cache/vpareplay/
-// v<VPAVersion>-<hash of its sources>/vpareplay unless it is there, and
+// v<VPAVersion>-<hash of its .go files, go.mod and go.sum>/vpareplay unless
+// it is there (an edit builds anew), and
 // returns the binary's path. The build runs in src's own module (never in
 // snug's go.mod), read-only: its go.sum must be complete.
 func EnsureVPAReplay(ctx context.Context, src, cache string, log io.Writer) (string, error) {
@@ -40,8 +42,8 @@ func EnsureVPAReplay(ctx context.Context, src, cache string, log io.Writer) (str
 	}
 	var names []string
 	for _, e := range entries {
-		if !e.IsDir() {
-			names = append(names, e.Name())
+		if n := e.Name(); !e.IsDir() && (strings.HasSuffix(n, ".go") || n == "go.mod" || n == "go.sum") {
+			names = append(names, n)
 		}
 	}
 	slices.Sort(names)
