@@ -80,6 +80,11 @@ type Container struct {
 	lastWSTime time.Time
 	slope      float64 // bytes per second
 	peak       windowMax
+	// peakBefore is the peak of the window before the latest sample: a rise
+	// that stays under it rebuilds a working set the container already had
+	// (a restarted process, a heap refilling after a collection), not a
+	// trend.
+	peakBefore float64
 	pendingOOM bool
 	// rise counts the consecutive samples whose working set rose, since the
 	// last one that did not and since the memory resources last changed;
@@ -147,6 +152,7 @@ func (c *Container) Observe(now time.Time, sig cgroup.Signals, cur Resources) De
 		c.mem.observedSeconds++ // a level sample; assume the usual second
 	}
 	c.mem.samples++
+	c.peakBefore = c.peak.max(now)
 	c.peak.add(now, ws)
 	if !c.lastWSTime.IsZero() && now.After(c.lastWSTime) {
 		dt := now.Sub(c.lastWSTime).Seconds()
@@ -313,7 +319,7 @@ func (c *Container) memoryFast(now time.Time, sig cgroup.Signals, changed bool) 
 	// The creep rate: only a sustained rise, and at the pace of its slowest
 	// step, so that one allocation burst inside the run is not a trend.
 	rate := 0.0
-	if c.rise >= cfg.MemoryCreepSamples {
+	if c.rise >= cfg.MemoryCreepSamples && ws > c.peakBefore {
 		rate = min(max(c.slope, 0), c.riseMinRate)
 	}
 	stalled := sig.PSIPresent && sig.MemoryPressure.SomeStalledFraction >= cfg.MemoryPressureFraction

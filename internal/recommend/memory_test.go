@@ -121,6 +121,17 @@ func TestMemoryGrowNeedsEvidence(t *testing.T) {
 		cur:  big, steps: cat(flat(5, 150*mib), rising(5, 150*mib, 4*mib), rising(3, 170*mib, 4*mib), flat(20, 182*mib)),
 		want: []memGrow{{9, WhyMemoryCreep, 384}},
 	}, {
+		// A restarted process or a heap refilling after a collection
+		// climbs back to where the container already was: no trend.
+		name: "a rise back under the window's peak is no creep",
+		cur:  big, steps: cat(flat(5, 200*mib), flat(5, 150*mib), rising(10, 150*mib, 4*mib), flat(30, 190*mib)),
+	}, {
+		name: "a rise past the window's peak is a creep",
+		cur:  big, steps: cat(flat(5, 160*mib), flat(5, 150*mib), rising(10, 150*mib, 4*mib), flat(30, 190*mib)),
+		// Rising from second 10, past 160 MiB from 13: the creep grows at
+		// 15, as it would with no earlier peak.
+		want: []memGrow{{15, WhyMemoryCreep, 384}},
+	}, {
 		name: "a working set near the new limit grows again",
 		cur:  small, steps: cat(flat(5, 4*mib), flat(10, 61*mib), flat(10, 74*mib)),
 		want: []memGrow{{5, WhyMemoryNearLimit, 80}, {15, WhyMemoryNearLimit, 96}},
