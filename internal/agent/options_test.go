@@ -54,3 +54,17 @@ func TestRunFailsOnMissingCgroupRoot(t *testing.T) {
 		t.Errorf("Run: %v, want an error about reading cgroups at /nonexistent", err)
 	}
 }
+
+// TestAuthIsOnByDefault: an agent started without flags guards /metrics
+// and the API; --auth=false is how a host-process run turns it off.
+func TestAuthIsOnByDefault(t *testing.T) {
+	o := NewOptions()
+	if !o.Auth {
+		t.Fatal("auth is off by default")
+	}
+	fs := pflag.NewFlagSet("snug-agent", pflag.ContinueOnError)
+	o.AddFlags(fs)
+	if err := fs.Parse([]string{"--auth=false"}); err != nil || o.Auth {
+		t.Errorf("--auth=false: %v, auth %v", err, o.Auth)
+	}
+}

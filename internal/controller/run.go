@@ -27,6 +27,7 @@ import (
 
 	policyclient "github.com/snug-dev/snug/api/v1alpha1/client"
 	"github.com/snug-dev/snug/config/crd"
+	"github.com/snug-dev/snug/internal/httpauth"
 	"github.com/snug-dev/snug/internal/install"
 )
 
@@ -54,6 +55,10 @@ type Options struct {
 	MetricsAddr string
 	// HealthAddr serves /healthz and /readyz; empty turns it off.
 	HealthAddr string
+	// Auth guards /metrics: each request's bearer token is checked with a
+	// TokenReview and its access with a SubjectAccessReview
+	// (internal/httpauth). The health endpoints stay open for probes.
+	Auth bool
 	// InstallCRDs applies the SnugPolicy CRD and waits until it is
 	// Established before starting.
 	InstallCRDs bool
@@ -68,6 +73,7 @@ func NewOptions() *Options {
 		LeaderElectionNamespace: "kube-system",
 		MetricsAddr:             "127.0.0.1:9465",
 		HealthAddr:              "127.0.0.1:9466",
+		Auth:                    true,
 		Workers:                 2,
 	}
 }
@@ -79,6 +85,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace, "namespace of the leader election Lease")
 	fs.StringVar(&o.MetricsAddr, "metrics-addr", o.MetricsAddr, "address to serve /metrics on (empty: off)")
 	fs.StringVar(&o.HealthAddr, "health-addr", o.HealthAddr, "address to serve /healthz and /readyz on (empty: off)")
+	fs.BoolVar(&o.Auth, "auth", o.Auth, "serve /metrics only to requests whose bearer token the API server authenticates (TokenReview) and authorizes for the path (SubjectAccessReview)")
 	fs.BoolVar(&o.InstallCRDs, "install-crds", o.InstallCRDs, "apply the SnugPolicy CRD and wait until it is established before starting")
 	fs.IntVar(&o.Workers, "workers", o.Workers, "policies reconciled at once")
 }
@@ -182,8 +189,17 @@ func Run(ctx context.Context, o *Options) error {
 			cancel()
 		}
 	}()
-	mm := http.NewServeMux()
-	mm.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	var mm http.Handler = mux
+	if o.Auth {
+		rev, err := httpauth.ForConfig(cfg)
+		if err != nil {
+			return err
+		}
+		mm = httpauth.New(httpauth.Config{Reviewer: rev, Metrics: httpauth.NewMetrics(reg), Log: log.WithName("auth")}).Wrap(mm)
+		log.Info("metrics need a bearer token the API server authenticates and authorizes for get /metrics")
+	}
 	if err := serve(o.MetricsAddr, mm); err != nil {
 		return err
 	}

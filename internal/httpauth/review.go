@@ -10,6 +10,8 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+
+	"github.com/snug-dev/snug/internal/kube"
 )
 
 // User is who a token belongs to, as the API server's TokenReview says.
@@ -121,4 +123,16 @@ func extraToMap(e map[string]authenticationv1.ExtraValue) map[string][]string {
 		out[k] = v
 	}
 	return out
+}
+
+// ForConfig returns an APIReviewer over a REST client of its own for the
+// API server cfg names (cfg is copied). Its own client has its own rate
+// limiter, so requests with forged tokens cannot use up the request budget
+// of the component's other clients.
+func ForConfig(cfg *rest.Config) (*APIReviewer, error) {
+	c, err := kube.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("making a client for reviews: %w", err)
+	}
+	return &APIReviewer{Client: c.RESTClient()}, nil
 }
