@@ -47,10 +47,16 @@ type Snug struct {
 	AgentURL string
 	// ControllerMetricsURL is the controller's /metrics URL.
 	ControllerMetricsURL string
+	// Token is the bearer token of a ServiceAccount bound to
+	// snug-metrics-reader (NewReader), for /metrics and /api/v1/ of
+	// both: they run with --auth unless AgentArgs or ControllerArgs
+	// turn it off.
+	Token string
 	// AgentLog and ControllerLog are the paths of their output.
 	AgentLog, ControllerLog string
 
 	agent, controller *proc
+	reader            *Reader
 }
 
 // proc is one started process and the channel its Wait result arrives on.
@@ -110,7 +116,9 @@ func (p *proc) stop(grace time.Duration) error {
 
 // StartSnug starts `snug-agent --autoscale` and `snug-controller
 // --install-crds` from o.BinDir and returns once the agent is ready and the controller
-// holds its Lease. Stop ends both.
+// holds its Lease. Both guard their endpoints (--auth); Snug.Token is a
+// reader's token for them, of the ServiceAccount default/snug-lab-reader
+// (NewReader). Stop ends both and deletes the reader.
 func StartSnug(ctx context.Context, client kubernetes.Interface, o SnugOptions) (s *Snug, err error) {
 	if o.BinDir == "" || o.Node == "" || o.Kubeconfig == "" || o.LogDir == "" {
 		return nil, errors.New("start snug: BinDir, Node, Kubeconfig and LogDir are required")
@@ -134,6 +142,11 @@ func StartSnug(ctx context.Context, client kubernetes.Interface, o SnugOptions) 
 			err = errors.Join(err, s.Stop())
 		}
 	}()
+	s.reader, err = NewReader(ctx, client, metav1.NamespaceDefault, "snug-lab-reader")
+	if err != nil {
+		return s, fmt.Errorf("making a reader of snug's endpoints: %w", err)
+	}
+	s.Token = s.reader.Token
 	ckube := o.ControllerKubeconfig
 	if ckube == "" {
 		ckube = o.Kubeconfig
@@ -172,7 +185,7 @@ func StartSnug(ctx context.Context, client kubernetes.Interface, o SnugOptions) 
 }
 
 // Stop ends the agent and the controller by their PIDs (SIGTERM, then
-// SIGKILL after 30 s) and reports an unclean exit.
+// SIGKILL after 30 s), reports an unclean exit, and deletes the reader.
 func (s *Snug) Stop() error {
 	var errs []error
 	for _, p := range []*proc{s.agent, s.controller} {
@@ -180,7 +193,12 @@ func (s *Snug) Stop() error {
 			errs = append(errs, p.stop(30*time.Second))
 		}
 	}
-	s.agent, s.controller = nil, nil
+	if s.reader != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		errs = append(errs, s.reader.Delete(ctx))
+		cancel()
+	}
+	s.agent, s.controller, s.reader = nil, nil, nil
 	return errors.Join(errs...)
 }
 

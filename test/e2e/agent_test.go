@@ -159,6 +159,7 @@ func TestAgent(t *testing.T) {
 type agentProc struct {
 	cmd        *exec.Cmd
 	base       string // the agent's HTTP base, for /metrics and /readyz
+	token      string // bearer token for /metrics and /api/v1/; empty for --auth=false
 	started    time.Time
 	startTicks uint64
 	log        *bytes.Buffer
@@ -172,8 +173,10 @@ func startAgent(t *testing.T, extraArgs ...string) *agentProc {
 	}
 	addr := freeAddr(t)
 	log := &bytes.Buffer{}
+	// Host-process mode without --auth: these tests read the API as
+	// plain HTTP; TestAuth covers the guarded endpoints.
 	cmd := exec.Command(filepath.Join(bin, "snug-agent"), append([]string{"--node", labOpts.NodeName,
-		"--kubeconfig", labOpts.Kubeconfig(), "--listen", addr, "-v", "1"}, extraArgs...)...)
+		"--kubeconfig", labOpts.Kubeconfig(), "--listen", addr, "-v", "1", "--auth=false"}, extraArgs...)...)
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting snug-agent: %v", err)
@@ -216,11 +219,18 @@ func startAgent(t *testing.T, extraArgs ...string) *agentProc {
 }
 
 // api is a client of the agent's JSON API.
-func (a *agentProc) api() *agent.APIClient { return agent.NewAPIClient(a.base) }
+func (a *agentProc) api() *agent.APIClient { return agent.NewAPIClient(a.base, a.token) }
 
 func (a *agentProc) get(t *testing.T, path string) (int, []byte) {
 	t.Helper()
-	resp, err := http.Get(a.base + path)
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, a.base+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.token != "" {
+		req.Header.Set("Authorization", "Bearer "+a.token)
+	}
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatalf("GET %s: %v", path, err)
 	}

@@ -113,7 +113,8 @@ func startController(t *testing.T) {
 	}
 	cmd := exec.Command(filepath.Join(bin, "snug-controller"),
 		"--kubeconfig", labOpts.Kubeconfig(), "--install-crds",
-		"--metrics-addr", controllerMetricsAddr, "--health-addr", controllerHealthAddr)
+		"--metrics-addr", controllerMetricsAddr, "--health-addr", controllerHealthAddr,
+		"--auth=false") // host-process mode: scrapeMetrics reads plain HTTP; TestAuth covers --auth
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting the controller: %v", err)
