@@ -23,7 +23,7 @@ const (
 	// ControllerServiceAccount is the controller's ServiceAccount in
 	// Namespace.
 	ControllerServiceAccount = "snug-controller"
-	// MetricsReaderClusterRole may get the agent's /metrics and /api/v1/*
+	// MetricsReaderClusterRole may get the agent's /metrics and /snug/v1/*
 	// and the controller's /metrics (metrics_reader.yaml); bind readers
 	// to it.
 	MetricsReaderClusterRole = "snug-metrics-reader"

@@ -106,7 +106,7 @@ var needs = map[string]map[perm]use{
 	// controller's /metrics.
 	"ClusterRole/snug-metrics-reader": {
 		{"", "/metrics", "get", ""}:  {file: "internal/agent/http.go", snippet: `mux.Handle("GET /metrics", `},
-		{"", "/api/v1/*", "get", ""}: {file: "internal/agent/http.go", snippet: `mux.HandleFunc("GET /api/v1/containers", `},
+		{"", "/snug/v1/*", "get", ""}: {file: "internal/agent/http.go", snippet: `mux.HandleFunc("GET /snug/v1/containers", `},
 	},
 	// client-go's LeaseLock: Get, then Create or Update.
 	"Role/snug-system/snug-controller-leader-election": {

@@ -36,13 +36,13 @@ func NewAPIClient(baseURL, token string) *APIClient {
 // Containers returns every container the agent samples, with the history q
 // selects.
 func (c *APIClient) Containers(ctx context.Context, q Query) (*ContainerList, error) {
-	return c.get(ctx, "/api/v1/containers", q)
+	return c.get(ctx, "/snug/v1/containers", q)
 }
 
 // Pod returns the sampled containers of the pod ns/name, with the history q
 // selects; an error wrapping ErrNotSampled when the agent has none.
 func (c *APIClient) Pod(ctx context.Context, ns, name string, q Query) (*ContainerList, error) {
-	return c.get(ctx, "/api/v1/namespaces/"+url.PathEscape(ns)+"/pods/"+url.PathEscape(name), q)
+	return c.get(ctx, "/snug/v1/namespaces/"+url.PathEscape(ns)+"/pods/"+url.PathEscape(name), q)
 }
 
 // Container returns one container of the pod ns/name; an error wrapping

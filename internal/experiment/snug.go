@@ -43,12 +43,12 @@ type SnugOptions struct {
 // Snug is a running agent and controller, started by StartSnug.
 type Snug struct {
 	// AgentURL is the agent's HTTP base (http://127.0.0.1:port): /metrics,
-	// /readyz, /api/v1/.
+	// /readyz, /snug/v1/.
 	AgentURL string
 	// ControllerMetricsURL is the controller's /metrics URL.
 	ControllerMetricsURL string
 	// Token is the bearer token of a ServiceAccount bound to
-	// snug-metrics-reader (NewReader), for /metrics and /api/v1/ of
+	// snug-metrics-reader (NewReader), for /metrics and /snug/v1/ of
 	// both: they run with --auth unless AgentArgs or ControllerArgs
 	// turn it off.
 	Token string

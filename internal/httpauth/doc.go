@@ -5,7 +5,7 @@
 // user's right to the path with a SubjectAccessReview
 // (authorization.k8s.io/v1, non-resource attributes: the path and the
 // verb). RBAC then says who may read: snug's ClusterRole
-// snug-metrics-reader grants get on /metrics and /api/v1/*.
+// snug-metrics-reader grants get on /metrics and /snug/v1/*.
 //
 // Filter wraps a handler: 401 without a valid token, 403 when the API
 // server denies, 503 when it cannot be asked (not cached, so the next

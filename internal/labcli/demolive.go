@@ -142,7 +142,7 @@ func (d *demoRun) startSnug(ctx context.Context, self string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(d.out, "   agent ready (%s/api/v1/containers), controller leading, in %.1fs\n", d.snug.AgentURL, time.Since(start).Seconds())
+	fmt.Fprintf(d.out, "   agent ready (%s/snug/v1/containers), controller leading, in %.1fs\n", d.snug.AgentURL, time.Since(start).Seconds())
 	fmt.Fprintf(d.out, "   logs: %s\n         %s\n", d.snug.AgentLog, d.snug.ControllerLog)
 	return nil
 }

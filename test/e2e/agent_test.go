@@ -159,7 +159,7 @@ func TestAgent(t *testing.T) {
 type agentProc struct {
 	cmd        *exec.Cmd
 	base       string // the agent's HTTP base, for /metrics and /readyz
-	token      string // bearer token for /metrics and /api/v1/; empty for --auth=false
+	token      string // bearer token for /metrics and /snug/v1/; empty for --auth=false
 	started    time.Time
 	startTicks uint64
 	log        *bytes.Buffer

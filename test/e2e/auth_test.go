@@ -69,7 +69,7 @@ func TestAuth(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	guarded := []string{s.AgentURL + "/metrics", s.AgentURL + "/api/v1/containers", s.ControllerMetricsURL}
+	guarded := []string{s.AgentURL + "/metrics", s.AgentURL + "/snug/v1/containers", s.ControllerMetricsURL}
 	for _, u := range guarded {
 		for _, c := range []struct {
 			who, token string
@@ -109,7 +109,7 @@ func TestAuth(t *testing.T) {
 		}
 		wantDenied := 1.0
 		if strings.HasPrefix(u, s.AgentURL) {
-			wantDenied = 2 // /metrics and /api/v1/containers
+			wantDenied = 2 // /metrics and /snug/v1/containers
 		}
 		if before.accessDenied != wantDenied {
 			t.Errorf("%s: %v denied access reviews, want %v (one per path; the repeat is cached)", u, before.accessDenied, wantDenied)
