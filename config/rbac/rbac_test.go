@@ -105,7 +105,7 @@ var needs = map[string]map[perm]use{
 	// (httpauth.Verb): the agent's /metrics and JSON API, the
 	// controller's /metrics.
 	"ClusterRole/snug-metrics-reader": {
-		{"", "/metrics", "get", ""}:  {file: "internal/agent/http.go", snippet: `mux.Handle("GET /metrics", `},
+		{"", "/metrics", "get", ""}:   {file: "internal/agent/http.go", snippet: `mux.Handle("GET /metrics", `},
 		{"", "/snug/v1/*", "get", ""}: {file: "internal/agent/http.go", snippet: `mux.HandleFunc("GET /snug/v1/containers", `},
 	},
 	// client-go's LeaseLock: Get, then Create or Update.
