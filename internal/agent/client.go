@@ -33,6 +33,13 @@ func NewAPIClient(baseURL, token string) *APIClient {
 	return &APIClient{base: baseURL, token: token, http: http.DefaultClient}
 }
 
+// WithHTTPClient makes the client send its requests through h, for
+// example one that trusts the agent's certificate (--tls); it returns c.
+func (c *APIClient) WithHTTPClient(h *http.Client) *APIClient {
+	c.http = h
+	return c
+}
+
 // Containers returns every container the agent samples, with the history q
 // selects.
 func (c *APIClient) Containers(ctx context.Context, q Query) (*ContainerList, error) {

@@ -103,6 +103,10 @@ func Run(ctx context.Context, o *Options, stdout, stderr io.Writer) error {
 		return fmt.Errorf("listening for the API: %w", err)
 	}
 	defer ln.Close()
+	sl, err := o.Serving.Listener(ln)
+	if err != nil {
+		return err
+	}
 
 	a, err := New(o.Config(), clock.RealClock{})
 	if err != nil {
@@ -111,7 +115,7 @@ func Run(ctx context.Context, o *Options, stdout, stderr io.Writer) error {
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
 	handler, auth := a.Handler(), "off"
-	if o.Auth {
+	if o.Serving.Auth {
 		rev, err := httpauth.ForConfig(cs.config)
 		if err != nil {
 			return err
@@ -124,7 +128,7 @@ func Run(ctx context.Context, o *Options, stdout, stderr io.Writer) error {
 	}
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	srvErr := make(chan error, 1)
-	go func() { srvErr <- srv.Serve(ln) }()
+	go func() { srvErr <- srv.Serve(sl) }()
 	defer func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -148,8 +152,8 @@ func Run(ctx context.Context, o *Options, stdout, stderr io.Writer) error {
 			autoscale = "dry run"
 		}
 	}
-	fmt.Fprintf(stdout, "snug-agent: node %s, cgroups %s at %s, every %v, %d points per container, autoscale %s, serving http://%s (auth: %s)\n",
-		o.Node, layout, o.CgroupRoot, o.Interval, o.History, autoscale, ln.Addr(), auth)
+	fmt.Fprintf(stdout, "snug-agent: node %s, cgroups %s at %s, every %v, %d points per container, autoscale %s, serving %s://%s (auth: %s)\n",
+		o.Node, layout, o.CgroupRoot, o.Interval, o.History, autoscale, o.Serving.Scheme(), ln.Addr(), auth)
 	loopErr := make(chan error, 1)
 	go func() { loopErr <- a.Run(ctx) }()
 	select {

@@ -3,11 +3,16 @@
 package e2e
 
 import (
+	"bytes"
+	"crypto/tls"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -124,6 +129,79 @@ func TestAuth(t *testing.T) {
 		}
 		t.Logf("%s: %v reviews (%v denied access), cache hits %v token / %v access", u, after.reviews, after.accessDenied, after.tokenHits, after.accessHits)
 	}
+
+	t.Run("tls", func(t *testing.T) { testAuthTLS(t, bin, s.Token, stranger) })
+}
+
+// testAuthTLS starts an agent with --tls (a self-signed certificate made
+// at start) and checks the same answers over HTTPS, and that plain HTTP
+// to its port gets nothing but a 400.
+func testAuthTLS(t *testing.T, bin, reader, stranger string) {
+	addr := freeAddr(t)
+	var out bytes.Buffer
+	cmd := exec.Command(filepath.Join(bin, "snug-agent"), "--node", labOpts.NodeName, "--kubeconfig", labOpts.Kubeconfig(),
+		"--listen", addr, "--autoscale=false", "--tls")
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = syscall.Kill(cmd.Process.Pid, syscall.SIGTERM)
+		select {
+		case err := <-exited:
+			if err != nil {
+				t.Errorf("snug-agent --tls exited with %v after SIGTERM", err)
+			}
+		case <-time.After(20 * time.Second):
+			_ = syscall.Kill(cmd.Process.Pid, syscall.SIGKILL)
+			<-exited
+			t.Error("snug-agent --tls did not stop within 20s of SIGTERM")
+		}
+		if t.Failed() {
+			t.Logf("snug-agent --tls output:\n%s", out.String())
+		}
+	})
+	// The certificate is self-signed: skip verification, as Prometheus's
+	// insecure_skip_verify does.
+	insecure := &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	base := "https://" + addr
+	waitFor(t, "snug-agent --tls /readyz over HTTPS", time.Minute, func() (bool, error) {
+		select {
+		case err := <-exited:
+			exited <- err
+			return false, fmt.Errorf("snug-agent --tls exited: %v", err)
+		default:
+		}
+		resp, err := insecure.Get(base + "/readyz")
+		if err != nil {
+			return false, nil
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	})
+	for _, c := range []struct {
+		path, who, token string
+		want             int
+	}{
+		{"/metrics", "no token", "", http.StatusUnauthorized},
+		{"/metrics", "the stranger", stranger, http.StatusForbidden},
+		{"/metrics", "the reader", reader, http.StatusOK},
+		{"/snug/v1/containers", "the reader", reader, http.StatusOK},
+		{"/healthz", "no token", "", http.StatusOK},
+	} {
+		if code, body := httpDo(t, insecure, base+c.path, c.token); code != c.want {
+			t.Errorf("GET %s over HTTPS with %s: %d %q, want %d", c.path, c.who, code, body, c.want)
+		}
+	}
+	api := agent.NewAPIClient(base, reader).WithHTTPClient(insecure)
+	if _, err := api.Containers(t.Context(), agent.Query{Limit: 1}); err != nil {
+		t.Errorf("the API client over HTTPS: %v", err)
+	}
+	if code, _ := httpGet(t, "http://"+addr+"/metrics", reader); code != http.StatusBadRequest {
+		t.Errorf("plain HTTP to the HTTPS port: %d, want 400", code)
+	}
 }
 
 // authCounts are the snug_http_auth_ series of one scrape.
@@ -182,6 +260,12 @@ func scrapeAuth(t *testing.T, url, token string) authCounts {
 // and the body.
 func httpGet(t *testing.T, url, token string) (int, string) {
 	t.Helper()
+	return httpDo(t, &http.Client{Timeout: 15 * time.Second}, url, token)
+}
+
+// httpDo is httpGet through c.
+func httpDo(t *testing.T, c *http.Client, url, token string) (int, string) {
+	t.Helper()
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -189,7 +273,6 @@ func httpGet(t *testing.T, url, token string) (int, string) {
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
-	c := http.Client{Timeout: 15 * time.Second}
 	resp, err := c.Do(req)
 	if err != nil {
 		t.Fatalf("GET %s: %v", url, err)
