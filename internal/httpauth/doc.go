@@ -18,6 +18,11 @@
 // and k8s.io/api's types, so it needs no scheme and no typed client: the
 // agent, which must not link client-go's typed clients (their scheme
 // registers every API group; cmd/snug-agent/deps_test.go), uses it over
-// its core/v1 REST client. The package does not serve TLS: the endpoints
-// speak plain HTTP (docs/agent.md, "Security of the endpoints").
+// its core/v1 REST client.
+//
+// ServingOptions are the flags both binaries share (--auth, --tls,
+// --tls-cert-file, --tls-private-key-file); TLSConfig serves HTTPS with a
+// given certificate or a self-signed one made at start, so that bearer
+// tokens do not cross the network in clear (docs/agent.md, "Security of
+// the endpoints").
 package httpauth
