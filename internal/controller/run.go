@@ -178,10 +178,12 @@ func Run(ctx context.Context, o *Options) error {
 		}
 		scheme := "http"
 		if so != nil {
-			if l, err = so.Listener(l); err != nil {
+			tl, err := so.Listener(l)
+			if err != nil {
+				l.Close()
 				return err
 			}
-			scheme = so.Scheme()
+			l, scheme = tl, so.Scheme()
 		}
 		srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
 		servers = append(servers, srv)
