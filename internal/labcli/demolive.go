@@ -143,6 +143,7 @@ func (d *demoRun) startSnug(ctx context.Context, self string) error {
 		return err
 	}
 	fmt.Fprintf(d.out, "   agent ready (%s/snug/v1/containers), controller leading, in %.1fs\n", d.snug.AgentURL, time.Since(start).Seconds())
+	fmt.Fprintf(d.out, "   its /metrics and /snug/v1/ answer only bearer tokens the API server authenticates and authorizes;\n   the demo reads them as ServiceAccount default/snug-lab-reader, bound to ClusterRole snug-metrics-reader\n")
 	fmt.Fprintf(d.out, "   logs: %s\n         %s\n", d.snug.AgentLog, d.snug.ControllerLog)
 	return nil
 }
