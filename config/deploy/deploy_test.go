@@ -93,6 +93,26 @@ func TestAgent(t *testing.T) {
 	if root == "" || !mounted {
 		t.Errorf("--cgroup-root=%q is not a read-only mount of the host's /sys/fs/cgroup", root)
 	}
+
+	// In the cluster: auth on (the default), HTTPS, and the probes, on
+	// the same port, speak HTTPS too.
+	checkSecure(t, c.Args)
+	for name, p := range map[string]*corev1.Probe{"readiness": c.ReadinessProbe, "liveness": c.LivenessProbe} {
+		if p == nil || p.HTTPGet == nil || p.HTTPGet.Scheme != corev1.URISchemeHTTPS {
+			t.Errorf("%s probe %+v, want an HTTPS GET (the agent serves its probes on its one HTTPS port)", name, p)
+		}
+	}
+}
+
+// checkSecure: --auth is not turned off and --tls is on.
+func checkSecure(t *testing.T, args []string) {
+	t.Helper()
+	if v, ok := flag(args, "auth"); ok && v != "true" {
+		t.Errorf("--auth=%s: the endpoints must check tokens in the cluster", v)
+	}
+	if !slices.Contains(args, "--tls") {
+		t.Errorf("args %q lack --tls: bearer tokens would cross the network in clear", args)
+	}
 }
 
 func TestController(t *testing.T) {
@@ -120,6 +140,7 @@ func TestController(t *testing.T) {
 	if v, ok := flag(c.Args, "install-crds"); ok || slices.Contains(c.Args, "--install-crds") {
 		t.Errorf("--install-crds%s is on, but the default RBAC cannot install CRDs", v)
 	}
+	checkSecure(t, c.Args)
 }
 
 // TestKustomization checks that config/kustomization.yaml installs every

@@ -17,12 +17,19 @@ import (
 )
 
 // perm is one verb on one resource (with its subresource), optionally
-// limited to one name.
+// limited to one name, or on a non-resource URL (resource is the URL,
+// which starts with a slash; group and name are empty).
 type perm struct {
 	group, resource, verb, name string
 }
 
+// nonResource reports whether p is a verb on a non-resource URL.
+func (p perm) nonResource() bool { return strings.HasPrefix(p.resource, "/") }
+
 func (p perm) String() string {
+	if p.nonResource() {
+		return p.verb + " " + p.resource
+	}
 	s := p.verb + " " + p.resource
 	if p.group != "" {
 		s += "." + p.group
@@ -59,6 +66,9 @@ var needs = map[string]map[perm]use{
 		{"", "configmaps", "get", ""}:                         {file: "internal/agent/checkpoint.go", snippet: "cs.ConfigMaps(ns).Get(ctx, name, ", pending: "the agent seeding new containers from checkpoints"},
 		{"autoscaling.snug.dev", "snugpolicies", "list", ""}:  {file: "internal/agent/policy.go", snippet: `pc.SnugPolicies("").List(`},
 		{"autoscaling.snug.dev", "snugpolicies", "watch", ""}: {file: "internal/agent/policy.go", snippet: `pc.SnugPolicies("").Watch(`},
+		// --auth: httpauth.ForConfig(cs.config) in run.go.
+		{"authentication.k8s.io", "tokenreviews", "create", ""}:        {file: "internal/httpauth/review.go", snippet: `"/apis/authentication.k8s.io/v1/tokenreviews"`},
+		{"authorization.k8s.io", "subjectaccessreviews", "create", ""}: {file: "internal/httpauth/review.go", snippet: `"/apis/authorization.k8s.io/v1/subjectaccessreviews"`},
 	},
 	"ClusterRole/snug-controller": {
 		{"autoscaling.snug.dev", "snugpolicies", "list", ""}:          {file: "internal/controller/controller.go", snippet: `pc.SnugPolicies("").List(`},
@@ -87,6 +97,16 @@ var needs = map[string]map[perm]use{
 		{"batch", "cronjobs", "watch", ""}:                            {file: "internal/controller/controller.go", snippet: "batch.CronJobs().Informer()"},
 		{"autoscaling", "horizontalpodautoscalers", "list", ""}:       {file: "internal/controller/controller.go", snippet: "c.factory.Autoscaling().V2().HorizontalPodAutoscalers()"},
 		{"autoscaling", "horizontalpodautoscalers", "watch", ""}:      {file: "internal/controller/controller.go", snippet: "c.factory.Autoscaling().V2().HorizontalPodAutoscalers()"},
+		// --auth: httpauth.ForConfig(cfg) in run.go.
+		{"authentication.k8s.io", "tokenreviews", "create", ""}:        {file: "internal/httpauth/review.go", snippet: `"/apis/authentication.k8s.io/v1/tokenreviews"`},
+		{"authorization.k8s.io", "subjectaccessreviews", "create", ""}: {file: "internal/httpauth/review.go", snippet: `"/apis/authorization.k8s.io/v1/subjectaccessreviews"`},
+	},
+	// The paths that --auth guards, which the filter asks get of
+	// (httpauth.Verb): the agent's /metrics and JSON API, the
+	// controller's /metrics.
+	"ClusterRole/snug-metrics-reader": {
+		{"", "/metrics", "get", ""}:   {file: "internal/agent/http.go", snippet: `mux.Handle("GET /metrics", `},
+		{"", "/snug/v1/*", "get", ""}: {file: "internal/agent/http.go", snippet: `mux.HandleFunc("GET /snug/v1/containers", `},
 	},
 	// client-go's LeaseLock: Get, then Create or Update.
 	"Role/snug-system/snug-controller-leader-election": {
@@ -131,8 +151,17 @@ func flatten(t *testing.T, rules []rbacv1.PolicyRule) map[perm]bool {
 	t.Helper()
 	out := map[perm]bool{}
 	for _, r := range rules {
-		if len(r.NonResourceURLs) > 0 {
-			t.Errorf("rule %v: snug requests no non-resource URLs", r)
+		if len(r.NonResourceURLs) > 0 && (len(r.APIGroups) > 0 || len(r.Resources) > 0 || len(r.ResourceNames) > 0) {
+			t.Errorf("rule %v: non-resource URLs and resources in one rule", r)
+		}
+		for _, u := range r.NonResourceURLs {
+			for _, v := range r.Verbs {
+				p := perm{resource: u, verb: v}
+				if out[p] {
+					t.Errorf("%s granted twice", p)
+				}
+				out[p] = true
+			}
 		}
 		names := r.ResourceNames
 		if len(names) == 0 {
@@ -218,6 +247,12 @@ func TestRulesNameRealResources(t *testing.T) {
 	verbs := map[string]bool{"get": true, "list": true, "watch": true, "create": true, "update": true, "patch": true, "delete": true, "deletecollection": true}
 	for role, rules := range roles(all(t)) {
 		for p := range flatten(t, rules) {
+			if p.nonResource() {
+				if p.verb != "get" {
+					t.Errorf("%s: %s: snug's endpoints are only read", role, p)
+				}
+				continue
+			}
 			base, sub, isSub := strings.Cut(p.resource, "/")
 			if !resources[p.group+"/"+base] {
 				t.Errorf("%s: %s: no resource %s in group %q", role, p, base, p.group)
@@ -279,8 +314,14 @@ func TestObjectsFitTogether(t *testing.T) {
 			t.Errorf("Role %s in namespace %q, want %s", r.Name, r.Namespace, Namespace)
 		}
 	}
-	if n := len(o.ClusterRoleBindings) + len(o.RoleBindings); n != len(have) {
-		t.Errorf("%d bindings for %d roles, want one each", n, len(have))
+	// snug-metrics-reader is for the user to bind to their readers.
+	if n := len(o.ClusterRoleBindings) + len(o.RoleBindings); n != len(have)-1 {
+		t.Errorf("%d bindings for %d roles, want one each but %s", n, len(have), MetricsReaderClusterRole)
+	}
+	for _, b := range o.ClusterRoleBindings {
+		if b.RoleRef.Name == MetricsReaderClusterRole {
+			t.Errorf("ClusterRoleBinding %s binds %s, which is the user's to bind", b.Name, MetricsReaderClusterRole)
+		}
 	}
 }
 

@@ -230,7 +230,7 @@ func TestDroppedContainersLeaveAPIAndMetrics(t *testing.T) {
 	if !strings.Contains(m, "snug_agent_tracked_containers 0") {
 		t.Error("/metrics does not say 0 containers tracked")
 	}
-	get(t, srv.URL+"/api/v1/namespaces/bench/pods/pod-000", 404)
+	get(t, srv.URL+"/snug/v1/namespaces/bench/pods/pod-000", 404)
 }
 
 func TestRestartedContainerStartsANewSeries(t *testing.T) {
@@ -289,7 +289,7 @@ func TestAPI(t *testing.T) {
 	get(t, srv.URL+"/readyz", 200)
 
 	var list ContainerList
-	if err := json.Unmarshal([]byte(get(t, srv.URL+"/api/v1/containers?limit=2", 200)), &list); err != nil {
+	if err := json.Unmarshal([]byte(get(t, srv.URL+"/snug/v1/containers?limit=2", 200)), &list); err != nil {
 		t.Fatal(err)
 	}
 	if list.Node != "synthetic" || list.IntervalSeconds != 1 || len(list.Containers) != 2 {
@@ -304,7 +304,7 @@ func TestAPI(t *testing.T) {
 		t.Errorf("latest = %+v", l)
 	}
 
-	body := get(t, srv.URL+"/api/v1/namespaces/bench/pods/pod-001?since=1500ms", 200)
+	body := get(t, srv.URL+"/snug/v1/namespaces/bench/pods/pod-001?since=1500ms", 200)
 	if err := json.Unmarshal([]byte(body), &list); err != nil {
 		t.Fatal(err)
 	}
@@ -312,15 +312,15 @@ func TestAPI(t *testing.T) {
 		t.Errorf("pod-001 since 1.5s: %s", body)
 	}
 	since := t0.Add(time.Second).Format(time.RFC3339Nano)
-	if err := json.Unmarshal([]byte(get(t, srv.URL+"/api/v1/containers?since="+since, 200)), &list); err != nil {
+	if err := json.Unmarshal([]byte(get(t, srv.URL+"/snug/v1/containers?since="+since, 200)), &list); err != nil {
 		t.Fatal(err)
 	}
 	if len(list.Containers[0].History) != 1 {
 		t.Errorf("since %s gave %d points, want 1", since, len(list.Containers[0].History))
 	}
-	get(t, srv.URL+"/api/v1/containers?since=yesterday", 400)
-	get(t, srv.URL+"/api/v1/containers?limit=-1", 400)
-	get(t, srv.URL+"/api/v1/namespaces/bench/pods/nope", 404)
+	get(t, srv.URL+"/snug/v1/containers?since=yesterday", 400)
+	get(t, srv.URL+"/snug/v1/containers?limit=-1", 400)
+	get(t, srv.URL+"/snug/v1/namespaces/bench/pods/nope", 404)
 }
 
 type recorder struct {

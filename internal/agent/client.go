@@ -20,25 +20,36 @@ var ErrNotSampled = errors.New("not sampled by the agent")
 // APIClient reads an agent's JSON API (Handler) for the CLI's demo, the
 // benches and the e2e tests. It is safe for concurrent use.
 type APIClient struct {
-	base string
-	http *http.Client
+	base  string
+	token string
+	http  *http.Client
 }
 
-// NewAPIClient returns a client of the agent at baseURL (http://host:port).
-func NewAPIClient(baseURL string) *APIClient {
-	return &APIClient{base: baseURL, http: http.DefaultClient}
+// NewAPIClient returns a client of the agent at baseURL (http://host:port)
+// that sends token as its bearer token (an agent with --auth wants one
+// whose ServiceAccount is bound to the ClusterRole snug-metrics-reader);
+// empty sends none.
+func NewAPIClient(baseURL, token string) *APIClient {
+	return &APIClient{base: baseURL, token: token, http: http.DefaultClient}
+}
+
+// WithHTTPClient makes the client send its requests through h, for
+// example one that trusts the agent's certificate (--tls); it returns c.
+func (c *APIClient) WithHTTPClient(h *http.Client) *APIClient {
+	c.http = h
+	return c
 }
 
 // Containers returns every container the agent samples, with the history q
 // selects.
 func (c *APIClient) Containers(ctx context.Context, q Query) (*ContainerList, error) {
-	return c.get(ctx, "/api/v1/containers", q)
+	return c.get(ctx, "/snug/v1/containers", q)
 }
 
 // Pod returns the sampled containers of the pod ns/name, with the history q
 // selects; an error wrapping ErrNotSampled when the agent has none.
 func (c *APIClient) Pod(ctx context.Context, ns, name string, q Query) (*ContainerList, error) {
-	return c.get(ctx, "/api/v1/namespaces/"+url.PathEscape(ns)+"/pods/"+url.PathEscape(name), q)
+	return c.get(ctx, "/snug/v1/namespaces/"+url.PathEscape(ns)+"/pods/"+url.PathEscape(name), q)
 }
 
 // Container returns one container of the pod ns/name; an error wrapping
@@ -71,6 +82,9 @@ func (c *APIClient) get(ctx context.Context, path string, q Query) (*ContainerLi
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return nil, fmt.Errorf("asking the agent: %w", err)
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {

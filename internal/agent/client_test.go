@@ -4,8 +4,13 @@ import (
 	"context"
 	"errors"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/go-logr/logr"
+
+	"github.com/snug-dev/snug/internal/httpauth"
 )
 
 // TestAPIClient reads the real Handler of an agent over a synthetic node.
@@ -21,7 +26,7 @@ func TestAPIClient(t *testing.T) {
 	}
 	srv := httptest.NewServer(n.agent.Handler())
 	defer srv.Close()
-	c := NewAPIClient(srv.URL)
+	c := NewAPIClient(srv.URL, "")
 
 	all, err := c.Containers(ctx, Query{})
 	if err != nil {
@@ -55,5 +60,34 @@ func TestAPIClient(t *testing.T) {
 	}
 	if _, err := c.Container(ctx, "bench", "pod-000", "sidecar", Query{}); !errors.Is(err, ErrNotSampled) {
 		t.Errorf("Container of an unknown container: %v, want ErrNotSampled", err)
+	}
+}
+
+// oneToken accepts the token "reader" and lets it get any path.
+type oneToken struct{}
+
+func (oneToken) ReviewToken(_ context.Context, token string) (httpauth.User, bool, error) {
+	return httpauth.User{Name: "reader"}, token == "reader", nil
+}
+
+func (oneToken) ReviewAccess(_ context.Context, u httpauth.User, verb, _ string) (bool, string, error) {
+	return u.Name == "reader" && verb == "get", "", nil
+}
+
+// TestAPIClientSendsItsToken: behind the auth filter, the client with the
+// token reads the API and the one without is refused.
+func TestAPIClientSendsItsToken(t *testing.T) {
+	n := newTestNode(t, "v1", 1, nil)
+	ctx := context.Background()
+	n.agent.UpsertPod(n.pods[0])
+	n.agent.Pass(ctx)
+	f := httpauth.New(httpauth.Config{Reviewer: oneToken{}, Log: logr.Discard()})
+	srv := httptest.NewServer(f.Wrap(n.agent.Handler()))
+	defer srv.Close()
+	if list, err := NewAPIClient(srv.URL, "reader").Containers(ctx, Query{}); err != nil || len(list.Containers) != 1 {
+		t.Errorf("with the token: %v", err)
+	}
+	if _, err := NewAPIClient(srv.URL, "").Containers(ctx, Query{}); err == nil || !strings.Contains(err.Error(), "401") {
+		t.Errorf("without a token: %v, want a 401", err)
 	}
 }

@@ -15,11 +15,15 @@ import (
 // Handler serves /metrics, /healthz, /readyz and the JSON API described in
 // docs/agent.md:
 //
-//	GET /api/v1/containers
-//	GET /api/v1/namespaces/{namespace}/pods/{pod}
+//	GET /snug/v1/containers
+//	GET /snug/v1/namespaces/{namespace}/pods/{pod}
 //
 // Both take ?since= (RFC 3339 time, or a duration such as 30s meaning that
 // long ago) and ?limit= (the newest N points) to select the history.
+//
+// The API is not under /api/ or /apis/: with --auth, access is a
+// SubjectAccessReview of the path, and Kubernetes' default ClusterRole
+// system:discovery lets every authenticated user get /api/* and /apis/*.
 func (a *Agent) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(a.metrics.reg, promhttp.HandlerOpts{}))
@@ -33,7 +37,7 @@ func (a *Agent) Handler() http.Handler {
 		}
 		fmt.Fprintln(w, "ok")
 	})
-	mux.HandleFunc("GET /api/v1/containers", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("GET /snug/v1/containers", func(w http.ResponseWriter, r *http.Request) {
 		q, err := a.parseQuery(r)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
@@ -41,7 +45,7 @@ func (a *Agent) Handler() http.Handler {
 		}
 		a.writeList(w, a.Containers(q))
 	})
-	mux.HandleFunc("GET /api/v1/namespaces/{namespace}/pods/{pod}", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("GET /snug/v1/namespaces/{namespace}/pods/{pod}", func(w http.ResponseWriter, r *http.Request) {
 		q, err := a.parseQuery(r)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)

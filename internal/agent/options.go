@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/snug-dev/snug/internal/httpauth"
 	"github.com/snug-dev/snug/internal/recommend"
 )
 
@@ -25,6 +26,11 @@ type Options struct {
 	History int
 	// Listen is the address of /metrics, /healthz, /readyz and the JSON API.
 	Listen string
+	// Serving guards /metrics and the JSON API (Serving.Auth: each
+	// request's bearer token checked with a TokenReview and its access
+	// with a SubjectAccessReview, internal/httpauth; /healthz and /readyz
+	// stay open for probes) and says whether to serve HTTPS.
+	Serving httpauth.ServingOptions
 	// CgroupRoot is where cgroups are mounted.
 	CgroupRoot string
 	// Verbosity is the log level; 1 adds per-container events.
@@ -51,6 +57,7 @@ func NewOptions() *Options {
 		Interval:    c.Interval,
 		History:     c.HistorySize,
 		Listen:      "127.0.0.1:9464",
+		Serving:     httpauth.NewServingOptions(),
 		CgroupRoot:  c.CgroupRoot,
 		APITimeout:  15 * time.Second,
 		Autoscale:   true,
@@ -66,7 +73,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, then in-cluster)")
 	fs.DurationVar(&o.Interval, "interval", o.Interval, fmt.Sprintf("time between sampling passes, %v to %v", MinInterval, MaxInterval))
 	fs.IntVar(&o.History, "history", o.History, fmt.Sprintf("points kept per container, 1 to %d (264 bytes each)", MaxHistorySize))
-	fs.StringVar(&o.Listen, "listen", o.Listen, "address for /metrics, /healthz, /readyz and /api/v1/")
+	fs.StringVar(&o.Listen, "listen", o.Listen, "address for /metrics, /healthz, /readyz and /snug/v1/")
+	o.Serving.AddFlags(fs, "/metrics and /snug/v1/ (/healthz and /readyz stay open)")
 	fs.StringVar(&o.CgroupRoot, "cgroup-root", o.CgroupRoot, "where the cgroup hierarchies are mounted")
 	fs.IntVarP(&o.Verbosity, "v", "v", o.Verbosity, "log verbosity; 1 logs each container tracked, gone or not found")
 	fs.DurationVar(&o.APITimeout, "api-timeout", o.APITimeout, "how long to wait for the API server at start-up")
@@ -96,6 +104,9 @@ func (o *Options) Validate() error {
 	}
 	if _, _, err := net.SplitHostPort(o.Listen); err != nil {
 		errs = append(errs, fmt.Errorf("--listen %q: %w", o.Listen, err))
+	}
+	if err := o.Serving.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if o.Verbosity < 0 {
 		errs = append(errs, errors.New("--v must not be negative"))

@@ -23,6 +23,8 @@ func TestOptionsValidate(t *testing.T) {
 		{[]string{"--node", "n", "--cpu-half-life", "500ms"}, "--cpu-half-life 500ms is out of range [1s, 24h]"},
 		{[]string{"--node", "n", "--snapshot-interval", "500ms"}, "--snapshot-interval 500ms is out of range [1s, 1h] (or 0)"},
 		{[]string{"--node", "n", "--autoscale=false", "--dry-run"}, "--dry-run needs --autoscale"},
+		{[]string{"--node", "n", "--tls-cert-file", "c.pem"}, "--tls-cert-file and --tls-private-key-file go together"},
+		{[]string{"--node", "n", "--tls"}, ""},
 		{[]string{"--node", "n"}, ""},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
@@ -52,5 +54,19 @@ func TestRunFailsOnMissingCgroupRoot(t *testing.T) {
 	err := Run(context.Background(), o, io.Discard, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "reading cgroups at /nonexistent") {
 		t.Errorf("Run: %v, want an error about reading cgroups at /nonexistent", err)
+	}
+}
+
+// TestAuthIsOnByDefault: an agent started without flags guards /metrics
+// and the API; --auth=false is how a host-process run turns it off.
+func TestAuthIsOnByDefault(t *testing.T) {
+	o := NewOptions()
+	if !o.Serving.Auth || o.Serving.ServesTLS() {
+		t.Fatalf("defaults: %+v, want auth on, plain HTTP", o.Serving)
+	}
+	fs := pflag.NewFlagSet("snug-agent", pflag.ContinueOnError)
+	o.AddFlags(fs)
+	if err := fs.Parse([]string{"--auth=false"}); err != nil || o.Serving.Auth {
+		t.Errorf("--auth=false: %v, auth %v", err, o.Serving.Auth)
 	}
 }

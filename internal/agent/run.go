@@ -20,6 +20,7 @@ import (
 
 	policyclient "github.com/snug-dev/snug/api/v1alpha1/client"
 	"github.com/snug-dev/snug/internal/cgroup"
+	"github.com/snug-dev/snug/internal/httpauth"
 	"github.com/snug-dev/snug/internal/kube"
 	"github.com/snug-dev/snug/internal/recommend"
 )
@@ -102,6 +103,10 @@ func Run(ctx context.Context, o *Options, stdout, stderr io.Writer) error {
 		return fmt.Errorf("listening for the API: %w", err)
 	}
 	defer ln.Close()
+	sl, err := o.Serving.Listener(ln)
+	if err != nil {
+		return err
+	}
 
 	a, err := New(o.Config(), clock.RealClock{})
 	if err != nil {
@@ -109,9 +114,21 @@ func Run(ctx context.Context, o *Options, stdout, stderr io.Writer) error {
 	}
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
-	srv := &http.Server{Handler: a.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	handler, auth := a.Handler(), "off"
+	if o.Serving.Auth {
+		rev, err := httpauth.ForConfig(cs.config)
+		if err != nil {
+			return err
+		}
+		handler = httpauth.New(httpauth.Config{
+			Reviewer: rev, Open: []string{"/healthz", "/readyz"},
+			Metrics: httpauth.NewMetrics(a.metrics.reg), Log: log.WithName("auth"),
+		}).Wrap(handler)
+		auth = "TokenReview and SubjectAccessReview"
+	}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	srvErr := make(chan error, 1)
-	go func() { srvErr <- srv.Serve(ln) }()
+	go func() { srvErr <- srv.Serve(sl) }()
 	defer func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -135,8 +152,8 @@ func Run(ctx context.Context, o *Options, stdout, stderr io.Writer) error {
 			autoscale = "dry run"
 		}
 	}
-	fmt.Fprintf(stdout, "snug-agent: node %s, cgroups %s at %s, every %v, %d points per container, autoscale %s, serving http://%s\n",
-		o.Node, layout, o.CgroupRoot, o.Interval, o.History, autoscale, ln.Addr())
+	fmt.Fprintf(stdout, "snug-agent: node %s, cgroups %s at %s, every %v, %d points per container, autoscale %s, serving %s://%s (auth: %s)\n",
+		o.Node, layout, o.CgroupRoot, o.Interval, o.History, autoscale, o.Serving.Scheme(), ln.Addr(), auth)
 	loopErr := make(chan error, 1)
 	go func() { loopErr <- a.Run(ctx) }()
 	select {

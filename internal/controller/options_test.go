@@ -16,6 +16,9 @@ func TestControllerOptions(t *testing.T) {
 		{"defaults", nil, ""},
 		{"no leader election, any namespace", []string{"--leader-elect=false", "--leader-election-namespace=BAD"}, ""},
 		{"metrics off", []string{"--metrics-addr="}, ""},
+		{"metrics without auth", []string{"--auth=false"}, ""},
+		{"metrics over HTTPS", []string{"--tls"}, ""},
+		{"a key without its certificate", []string{"--tls-private-key-file=k.pem"}, "go together"},
 		{"bad metrics addr", []string{"--metrics-addr=9465"}, "--metrics-addr"},
 		{"same addresses", []string{"--metrics-addr=127.0.0.1:1", "--health-addr=127.0.0.1:1"}, "must differ"},
 		{"bad lease namespace", []string{"--leader-election-namespace=Kube_System"}, "--leader-election-namespace"},
@@ -39,7 +42,7 @@ func TestControllerOptions(t *testing.T) {
 			}
 		})
 	}
-	if o := NewOptions(); !o.LeaderElect || o.MetricsAddr != "127.0.0.1:9465" {
+	if o := NewOptions(); !o.LeaderElect || o.MetricsAddr != "127.0.0.1:9465" || !o.Serving.Auth || o.Serving.ServesTLS() {
 		t.Errorf("defaults changed: %+v", o)
 	}
 }

@@ -27,6 +27,7 @@ import (
 
 	policyclient "github.com/snug-dev/snug/api/v1alpha1/client"
 	"github.com/snug-dev/snug/config/crd"
+	"github.com/snug-dev/snug/internal/httpauth"
 	"github.com/snug-dev/snug/internal/install"
 )
 
@@ -54,6 +55,11 @@ type Options struct {
 	MetricsAddr string
 	// HealthAddr serves /healthz and /readyz; empty turns it off.
 	HealthAddr string
+	// Serving guards /metrics (Serving.Auth: each request's bearer token
+	// checked with a TokenReview and its access with a
+	// SubjectAccessReview, internal/httpauth) and says whether to serve it
+	// over HTTPS. The health server stays open plain HTTP for probes.
+	Serving httpauth.ServingOptions
 	// InstallCRDs applies the SnugPolicy CRD and waits until it is
 	// Established before starting.
 	InstallCRDs bool
@@ -68,6 +74,7 @@ func NewOptions() *Options {
 		LeaderElectionNamespace: "kube-system",
 		MetricsAddr:             "127.0.0.1:9465",
 		HealthAddr:              "127.0.0.1:9466",
+		Serving:                 httpauth.NewServingOptions(),
 		Workers:                 2,
 	}
 }
@@ -79,6 +86,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace, "namespace of the leader election Lease")
 	fs.StringVar(&o.MetricsAddr, "metrics-addr", o.MetricsAddr, "address to serve /metrics on (empty: off)")
 	fs.StringVar(&o.HealthAddr, "health-addr", o.HealthAddr, "address to serve /healthz and /readyz on (empty: off)")
+	o.Serving.AddFlags(fs, "/metrics (the health server stays open)")
 	fs.BoolVar(&o.InstallCRDs, "install-crds", o.InstallCRDs, "apply the SnugPolicy CRD and wait until it is established before starting")
 	fs.IntVar(&o.Workers, "workers", o.Workers, "policies reconciled at once")
 }
@@ -93,6 +101,9 @@ func (o *Options) Validate() error {
 		if _, _, err := net.SplitHostPort(addr); err != nil {
 			errs = append(errs, fmt.Errorf("%s %q: %w", flag, addr, err))
 		}
+	}
+	if err := o.Serving.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if o.MetricsAddr != "" && o.MetricsAddr == o.HealthAddr {
 		errs = append(errs, fmt.Errorf("--metrics-addr and --health-addr must differ, both are %q", o.MetricsAddr))
@@ -157,13 +168,22 @@ func Run(ctx context.Context, o *Options) error {
 
 	// Listen before anything runs, so a taken port fails at once.
 	var servers []*http.Server
-	serve := func(addr string, h http.Handler) error {
+	serve := func(addr string, h http.Handler, so *httpauth.ServingOptions) error {
 		if addr == "" {
 			return nil
 		}
 		l, err := net.Listen("tcp", addr)
 		if err != nil {
 			return fmt.Errorf("listening on %s: %w", addr, err)
+		}
+		scheme := "http"
+		if so != nil {
+			tl, err := so.Listener(l)
+			if err != nil {
+				l.Close()
+				return err
+			}
+			l, scheme = tl, so.Scheme()
 		}
 		srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
 		servers = append(servers, srv)
@@ -172,7 +192,7 @@ func Run(ctx context.Context, o *Options) error {
 				log.Error(err, "serving", "addr", addr)
 			}
 		}()
-		log.Info("serving", "addr", l.Addr().String())
+		log.Info("serving", "url", scheme+"://"+l.Addr().String())
 		return nil
 	}
 	defer func() {
@@ -182,16 +202,25 @@ func Run(ctx context.Context, o *Options) error {
 			cancel()
 		}
 	}()
-	mm := http.NewServeMux()
-	mm.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-	if err := serve(o.MetricsAddr, mm); err != nil {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	var mm http.Handler = mux
+	if o.Serving.Auth {
+		rev, err := httpauth.ForConfig(cfg)
+		if err != nil {
+			return err
+		}
+		mm = httpauth.New(httpauth.Config{Reviewer: rev, Metrics: httpauth.NewMetrics(reg), Log: log.WithName("auth")}).Wrap(mm)
+		log.Info("metrics need a bearer token the API server authenticates and authorizes for get /metrics")
+	}
+	if err := serve(o.MetricsAddr, mm, &o.Serving); err != nil {
 		return err
 	}
 	hm := http.NewServeMux()
 	ok := func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") }
 	hm.HandleFunc("/healthz", ok)
 	hm.HandleFunc("/readyz", ok)
-	if err := serve(o.HealthAddr, hm); err != nil {
+	if err := serve(o.HealthAddr, hm, nil); err != nil {
 		return err
 	}
 

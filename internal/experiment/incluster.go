@@ -3,10 +3,12 @@ package experiment
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +19,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/snug-dev/snug/internal/agent"
 )
 
 // InstallOptions says how to install snug's Helm chart into a cluster whose
@@ -132,6 +136,13 @@ func InstallSnug(ctx context.Context, client kubernetes.Interface, o InstallOpti
 	if out, herr := helm(ctx, o.Helm, args...); herr != nil {
 		return s, fmt.Errorf("helm install of %s: %w\n%s", o.Chart, herr, out)
 	}
+	// The chart's endpoints want a reader's token and speak HTTPS with a
+	// certificate each pod makes for itself at start.
+	s.reader, err = NewReader(ctx, client, metav1.NamespaceDefault, "snug-lab-reader")
+	if err != nil {
+		return s, fmt.Errorf("making a reader of snug's endpoints: %w", err)
+	}
+	s.Token, s.HTTP = s.reader.Token, SelfSignedClient()
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	err = poll(wctx, 200*time.Millisecond, func(ctx context.Context) (bool, error) {
@@ -140,8 +151,8 @@ func InstallSnug(ctx context.Context, client kubernetes.Interface, o InstallOpti
 			return false, err
 		}
 		s.AgentPod = agentPod.Name
-		s.AgentURL = fmt.Sprintf("http://%s:%d", agentPod.Status.PodIP, agentPort)
-		if !httpOK(s.AgentURL + "/readyz") {
+		s.AgentURL = fmt.Sprintf("https://%s:%d", agentPod.Status.PodIP, agentPort)
+		if !s.httpOK(s.AgentURL + "/readyz") {
 			return false, nil
 		}
 		if o.NoController {
@@ -158,7 +169,7 @@ func InstallSnug(ctx context.Context, client kubernetes.Interface, o InstallOpti
 			return false, nil
 		}
 		s.ControllerPod = p.Name
-		s.ControllerMetricsURL = fmt.Sprintf("http://%s:%d/metrics", p.Status.PodIP, controllerPort)
+		s.ControllerMetricsURL = fmt.Sprintf("https://%s:%d/metrics", p.Status.PodIP, controllerPort)
 		return true, nil
 	})
 	if err != nil {
@@ -220,7 +231,39 @@ func (s *Snug) saveLogs(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// uninstall saves the pods' logs and runs `helm uninstall --wait`.
+// SelfSignedClient is an HTTP client for endpoints that serve a
+// certificate their process made at start (--tls without files): the lab's
+// clients check the bearer-token path, not the certificate.
+func SelfSignedClient() *http.Client {
+	return &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, // self-signed, made by the pod at start
+	}}
+}
+
+func (s *Snug) httpOK(url string) bool {
+	c := s.HTTP
+	if c == nil {
+		c = &http.Client{Timeout: 2 * time.Second}
+	}
+	resp, err := c.Get(url)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+// AgentAPI is a client of the agent's JSON API with the reader's token.
+func (s *Snug) AgentAPI() *agent.APIClient {
+	c := agent.NewAPIClient(s.AgentURL, s.Token)
+	if s.HTTP != nil {
+		c = c.WithHTTPClient(s.HTTP)
+	}
+	return c
+}
+
+// uninstall saves the pods' logs, runs `helm uninstall --wait` and
+// deletes the reader.
 func (s *Snug) uninstall(ctx context.Context) error {
 	o := s.install
 	timeout := Env{Timeout: o.Timeout}.timeout()
@@ -230,7 +273,11 @@ func (s *Snug) uninstall(ctx context.Context) error {
 	out, err := helm(ctx, o.Helm, "uninstall", o.release(), "--namespace", o.namespace(),
 		"--kubeconfig", o.Kubeconfig, "--wait", "--timeout", timeout.String())
 	if err != nil {
-		return errors.Join(lerr, fmt.Errorf("helm uninstall %s: %w\n%s", o.release(), err, out))
+		lerr = errors.Join(lerr, fmt.Errorf("helm uninstall %s: %w\n%s", o.release(), err, out))
+	}
+	if s.reader != nil {
+		lerr = errors.Join(lerr, s.reader.Delete(ctx))
+		s.reader = nil
 	}
 	return lerr
 }

@@ -57,6 +57,9 @@ type ReactionEnv struct {
 	// AgentURL is the snug-agent's HTTP base (snug runs; optional for VPA
 	// runs, where it only gives the trace its usage line).
 	AgentURL string
+	// AgentToken is the bearer token for AgentURL (Snug.Token); empty
+	// sends none.
+	AgentToken string
 	// LoadDir is the host directory of snug-load's control files.
 	LoadDir string
 	// Timeout bounds the settling before the step and, separately, the
@@ -228,7 +231,7 @@ func SnugReaction(ctx context.Context, env ReactionEnv) (*ReactionRun, error) {
 	}, settle: func(ctx context.Context, ns string, pods []corev1.Pod) error {
 		for _, p := range pods {
 			env.logf("  waiting for the agent to decide on %s", p.Name)
-			if _, err := waitAgent(ctx, env.AgentURL, ns, p.Name, env.timeout(), func(c agent.ContainerJSON) bool {
+			if _, err := waitAgent(ctx, env.agentAPI(), ns, p.Name, env.timeout(), func(c agent.ContainerJSON) bool {
 				rated := 0
 				for _, h := range c.History {
 					if h.HasRate {
@@ -245,7 +248,7 @@ func SnugReaction(ctx context.Context, env ReactionEnv) (*ReactionRun, error) {
 		// The agent lists a resize once its outcome is known, just after
 		// the status shows it.
 		var first *agent.ResizeJSON
-		_, err := waitAgent(ctx, env.AgentURL, run.Namespace, run.Reaction.Pod, 10*time.Second, func(c agent.ContainerJSON) bool {
+		_, err := waitAgent(ctx, env.agentAPI(), run.Namespace, run.Reaction.Pod, 10*time.Second, func(c agent.ContainerJSON) bool {
 			if c.Autoscale == nil {
 				return false
 			}
@@ -431,7 +434,7 @@ func runReaction(ctx context.Context, env ReactionEnv, name string, hooks reacti
 	}
 	topts := trace.Options{Namespace: ns, Selector: "app=load"}
 	if env.AgentURL != "" {
-		topts.Usage = &AgentUsage{URL: env.AgentURL}
+		topts.Usage = &AgentUsage{URL: env.AgentURL, Token: env.AgentToken}
 	}
 	rec, err := trace.NewRecorder(env.Client, topts)
 	if err != nil {
@@ -583,13 +586,13 @@ func waitVPATarget(ctx context.Context, dyn dynamic.Interface, ns, name string, 
 
 // waitAgent polls the agent's JSON API for the pod's workload container
 // until cond holds.
-func waitAgent(ctx context.Context, agentURL, ns, pod string, timeout time.Duration, cond func(agent.ContainerJSON) bool) (agent.ContainerJSON, error) {
+func waitAgent(ctx context.Context, api *agent.APIClient, ns, pod string, timeout time.Duration, cond func(agent.ContainerJSON) bool) (agent.ContainerJSON, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var got agent.ContainerJSON
 	var last error
 	err := poll(ctx, 200*time.Millisecond, func(ctx context.Context) (bool, error) {
-		c, ok, err := agentContainer(ctx, agentURL, ns, pod, agent.Query{Limit: 30})
+		c, ok, err := agentContainer(ctx, api, ns, pod, agent.Query{Limit: 30})
 		last = err
 		if err != nil || !ok {
 			return false, nil
@@ -605,8 +608,8 @@ func waitAgent(ctx context.Context, agentURL, ns, pod string, timeout time.Durat
 
 // agentContainer reads the workload container of a pod from the agent's
 // JSON API; ok is false when the agent does not know the pod (yet).
-func agentContainer(ctx context.Context, agentURL, ns, pod string, q agent.Query) (agent.ContainerJSON, bool, error) {
-	ct, err := agent.NewAPIClient(agentURL).Container(ctx, ns, pod, ReactionContainer, q)
+func agentContainer(ctx context.Context, api *agent.APIClient, ns, pod string, q agent.Query) (agent.ContainerJSON, bool, error) {
+	ct, err := api.Container(ctx, ns, pod, ReactionContainer, q)
 	if errors.Is(err, agent.ErrNotSampled) {
 		return agent.ContainerJSON{}, false, nil
 	}
@@ -621,13 +624,15 @@ func agentContainer(ctx context.Context, agentURL, ns, pod string, q agent.Query
 type AgentUsage struct {
 	// URL is the agent's HTTP base.
 	URL string
+	// Token is its bearer token; empty sends none.
+	Token string
 }
 
 // Usage implements trace.UsageSource.
 func (a *AgentUsage) Usage(ns, pod, container string) (trace.Usage, bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
-	c, err := agent.NewAPIClient(a.URL).Container(ctx, ns, pod, container, agent.Query{Limit: 1})
+	c, err := agent.NewAPIClient(a.URL, a.Token).Container(ctx, ns, pod, container, agent.Query{Limit: 1})
 	if err != nil || !c.Latest.HasRate || c.Latest.CPUUsageMillicores == nil {
 		return trace.Usage{}, false
 	}
@@ -636,4 +641,9 @@ func (a *AgentUsage) Usage(ns, pod, container string) (trace.Usage, bool) {
 		u.ThrottledFraction = *c.Latest.CPUThrottledFraction
 	}
 	return u, true
+}
+
+// agentAPI is a client of the agent at e.AgentURL with e.AgentToken.
+func (e ReactionEnv) agentAPI() *agent.APIClient {
+	return agent.NewAPIClient(e.AgentURL, e.AgentToken)
 }

@@ -43,10 +43,18 @@ type SnugOptions struct {
 // Snug is a running agent and controller, started by StartSnug.
 type Snug struct {
 	// AgentURL is the agent's HTTP base (http://127.0.0.1:port): /metrics,
-	// /readyz, /api/v1/.
+	// /readyz, /snug/v1/.
 	AgentURL string
 	// ControllerMetricsURL is the controller's /metrics URL.
 	ControllerMetricsURL string
+	// Token is the bearer token of a ServiceAccount bound to
+	// snug-metrics-reader (NewReader), for /metrics and /snug/v1/ of
+	// both: they run with --auth unless AgentArgs or ControllerArgs
+	// turn it off.
+	Token string
+	// HTTP is the client for those endpoints (nil: http.DefaultClient);
+	// an in-cluster install's speak HTTPS with self-signed certificates.
+	HTTP *http.Client
 	// AgentLog and ControllerLog are the paths of their output (for an
 	// in-cluster install, written by Stop).
 	AgentLog, ControllerLog string
@@ -58,6 +66,7 @@ type Snug struct {
 	// install is set for an in-cluster install, which Stop uninstalls.
 	install *InstallOptions
 	client  kubernetes.Interface
+	reader  *Reader
 }
 
 // proc is one started process and the channel its Wait result arrives on.
@@ -117,7 +126,9 @@ func (p *proc) stop(grace time.Duration) error {
 
 // StartSnug starts `snug-agent --autoscale` and `snug-controller
 // --install-crds` from o.BinDir and returns once the agent is ready and the controller
-// holds its Lease. Stop ends both.
+// holds its Lease. Both guard their endpoints (--auth); Snug.Token is a
+// reader's token for them, of the ServiceAccount default/snug-lab-reader
+// (NewReader). Stop ends both and deletes the reader.
 func StartSnug(ctx context.Context, client kubernetes.Interface, o SnugOptions) (s *Snug, err error) {
 	if o.BinDir == "" || o.Node == "" || o.Kubeconfig == "" || o.LogDir == "" {
 		return nil, errors.New("start snug: BinDir, Node, Kubeconfig and LogDir are required")
@@ -141,6 +152,11 @@ func StartSnug(ctx context.Context, client kubernetes.Interface, o SnugOptions) 
 			err = errors.Join(err, s.Stop())
 		}
 	}()
+	s.reader, err = NewReader(ctx, client, metav1.NamespaceDefault, "snug-lab-reader")
+	if err != nil {
+		return s, fmt.Errorf("making a reader of snug's endpoints: %w", err)
+	}
+	s.Token = s.reader.Token
 	ckube := o.ControllerKubeconfig
 	if ckube == "" {
 		ckube = o.Kubeconfig
@@ -180,7 +196,8 @@ func StartSnug(ctx context.Context, client kubernetes.Interface, o SnugOptions) 
 
 // Stop ends the agent and the controller: host processes by their PIDs
 // (SIGTERM, then SIGKILL after 30 s), reporting an unclean exit; an
-// in-cluster install by helm uninstall, after saving the pods' logs.
+// in-cluster install by helm uninstall, after saving the pods' logs. Both
+// delete the reader.
 func (s *Snug) Stop() error {
 	if s.install != nil {
 		err := s.uninstall(context.Background())
@@ -193,7 +210,12 @@ func (s *Snug) Stop() error {
 			errs = append(errs, p.stop(30*time.Second))
 		}
 	}
-	s.agent, s.controller = nil, nil
+	if s.reader != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		errs = append(errs, s.reader.Delete(ctx))
+		cancel()
+	}
+	s.agent, s.controller, s.reader = nil, nil, nil
 	return errors.Join(errs...)
 }
 

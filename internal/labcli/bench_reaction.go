@@ -218,7 +218,7 @@ func benchSnugRuns(ctx context.Context, o *benchReactionOptions, env experiment.
 			os.RemoveAll(logDir)
 		}
 	}()
-	env.Policies, env.AgentURL = pc, s.AgentURL
+	env.Policies, env.AgentURL, env.AgentToken = pc, s.AgentURL, s.Token
 	return benchRuns(ctx, o, env, autoscalerSnug, experiment.SnugReaction)
 }
 

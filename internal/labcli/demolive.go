@@ -142,7 +142,8 @@ func (d *demoRun) startSnug(ctx context.Context, self string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(d.out, "   agent ready (%s/api/v1/containers), controller leading, in %.1fs\n", d.snug.AgentURL, time.Since(start).Seconds())
+	fmt.Fprintf(d.out, "   agent ready (%s/snug/v1/containers), controller leading, in %.1fs\n", d.snug.AgentURL, time.Since(start).Seconds())
+	fmt.Fprintf(d.out, "   its /metrics and /snug/v1/ answer only bearer tokens the API server authenticates and authorizes;\n   the demo reads them as ServiceAccount default/snug-lab-reader, bound to ClusterRole snug-metrics-reader\n")
 	fmt.Fprintf(d.out, "   logs: %s\n         %s\n", d.snug.AgentLog, d.snug.ControllerLog)
 	return nil
 }
@@ -330,7 +331,7 @@ func (d *demoRun) narrate(ctx context.Context, since time.Time) {
 			return
 		case <-tick.C:
 		}
-		c, err := agentContainer(ctx, d.snug.AgentURL, d.ns, d.pod)
+		c, err := agentContainer(ctx, d.snug.AgentURL, d.snug.Token, d.ns, d.pod)
 		if err != nil || c == nil || c.Autoscale == nil {
 			continue
 		}
@@ -398,7 +399,7 @@ func (d *demoRun) waitAgent(ctx context.Context, timeout time.Duration, what str
 	defer cancel()
 	var lastErr error
 	for {
-		c, err := agentContainer(ctx, d.snug.AgentURL, d.ns, d.pod)
+		c, err := agentContainer(ctx, d.snug.AgentURL, d.snug.Token, d.ns, d.pod)
 		if err != nil {
 			lastErr = err
 		} else if c != nil && c.Autoscale != nil && cond(c) {
@@ -417,8 +418,8 @@ func (d *demoRun) waitAgent(ctx context.Context, timeout time.Duration, what str
 
 // agentContainer reads the demo pod's container from the agent's JSON API;
 // nil when the agent does not sample it (yet).
-func agentContainer(ctx context.Context, base, ns, pod string) (*agent.ContainerJSON, error) {
-	c, err := agent.NewAPIClient(base).Container(ctx, ns, pod, "app", agent.Query{Limit: 30})
+func agentContainer(ctx context.Context, base, token, ns, pod string) (*agent.ContainerJSON, error) {
+	c, err := agent.NewAPIClient(base, token).Container(ctx, ns, pod, "app", agent.Query{Limit: 30})
 	if errors.Is(err, agent.ErrNotSampled) {
 		return nil, nil
 	}

@@ -154,11 +154,18 @@ func TestAgent(t *testing.T) {
 }
 
 // api is a client of the agent's JSON API.
-func (a *agentProc) api() *agent.APIClient { return agent.NewAPIClient(a.base) }
+func (a *agentProc) api() *agent.APIClient { return a.snug.AgentAPI() }
 
 func (a *agentProc) get(t *testing.T, path string) (int, []byte) {
 	t.Helper()
-	resp, err := http.Get(a.base + path)
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, a.base+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.token != "" {
+		req.Header.Set("Authorization", "Bearer "+a.token)
+	}
+	resp, err := a.snug.HTTP.Do(req)
 	if err != nil {
 		t.Fatalf("GET %s: %v", path, err)
 	}

@@ -561,11 +561,19 @@ func waitPDB(t *testing.T, ns, name string, allowed int32) {
 
 func scrapeMetrics(t *testing.T) string {
 	t.Helper()
-	resp, err := http.Get(controllerMetricsURL(t))
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, controllerMetricsURL(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+installedSnug.Token)
+	resp, err := installedSnug.HTTP.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s", controllerMetricsURL(t), resp.Status)
+	}
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
 		t.Fatal(err)

@@ -45,7 +45,9 @@ var installedSnug *experiment.Snug
 // agentProc is the in-cluster agent on the lab's node, installed by the
 // test through the chart.
 type agentProc struct {
-	base       string // the agent's HTTP base, for /metrics and /readyz
+	base       string // the agent's HTTPS base, for /metrics and /readyz
+	token      string // a reader's bearer token for /metrics and /snug/v1/
+	snug       *experiment.Snug
 	pod        string
 	pid        int
 	started    time.Time
@@ -88,7 +90,7 @@ func installSnug(t *testing.T, o snugInstall) *agentProc {
 		}
 	})
 	t.Logf("snug installed in-cluster in %.1fs: agent pod %s (%s), controller %q", time.Since(start).Seconds(), s.AgentPod, s.AgentURL, s.ControllerPod)
-	a := &agentProc{base: s.AgentURL, pod: s.AgentPod}
+	a := &agentProc{base: s.AgentURL, token: s.Token, snug: s, pod: s.AgentPod}
 	a.pid = agentPID(t, s.AgentPod)
 	a.started, a.startTicks = time.Now(), cpuTicks(t, a.pid)
 	return a

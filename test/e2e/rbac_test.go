@@ -141,7 +141,7 @@ func TestRBAC(t *testing.T) {
 	waitPolicy(t, pc, ns, "load", "Ready", func(p *v1alpha1.SnugPolicy) bool {
 		return p.Status.ObservedGeneration == p.Generation && meta.IsStatusConditionTrue(p.Status.Conditions, v1alpha1.ConditionReady)
 	})
-	ag := &agentProc{base: s.AgentURL}
+	ag := &agentProc{base: s.AgentURL, token: s.Token, snug: s}
 	ag.waitAutoscale(t, ns, pod.Name, time.Minute, func(c agent.ContainerJSON) bool {
 		return c.Autoscale != nil && c.Autoscale.LastDecision != nil && len(ratePointsAfter(c.History, time.Time{})) >= 3
 	})
