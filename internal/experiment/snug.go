@@ -52,7 +52,7 @@ type Snug struct {
 	// both: they run with --auth unless AgentArgs or ControllerArgs
 	// turn it off.
 	Token string
-	// HTTP is the client for those endpoints (nil: http.DefaultClient);
+	// HTTP is the client for those endpoints;
 	// an in-cluster install's speak HTTPS with self-signed certificates.
 	HTTP *http.Client
 	// AgentLog and ControllerLog are the paths of their output (for an
@@ -142,6 +142,7 @@ func StartSnug(ctx context.Context, client kubernetes.Interface, o SnugOptions) 
 		return nil, err
 	}
 	s = &Snug{
+		HTTP:                 &http.Client{Timeout: 15 * time.Second},
 		AgentURL:             "http://" + addrs[0],
 		ControllerMetricsURL: "http://" + addrs[1] + "/metrics",
 		AgentLog:             filepath.Join(o.LogDir, "agent.log"),
