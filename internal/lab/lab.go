@@ -121,11 +121,8 @@ func Up(ctx context.Context, o *Options, log io.Writer) (err error) {
 				return nodeReady(ctx, client, o.NodeName)
 			})
 		case "kube-proxy":
-			// Healthy once it has written the rules of every Service; the
-			// kubernetes Service's ClusterIP works from then on.
-			err = o.waitFor(ctx, "kube-proxy", 60*time.Second, func(context.Context) bool {
-				ok, _ := probe(kubeProxyHealthz(o))
-				return ok
+			err = o.waitFor(ctx, "kube-proxy's first sync", 60*time.Second, func(context.Context) bool {
+				return kubeProxySynced(o)
 			})
 		}
 		if err != nil {
@@ -218,6 +215,50 @@ type Health struct {
 func (o *Options) RegistryURL() string { return "http://" + o.Registry() }
 
 func kubeProxyHealthz(o *Options) string { return "http://" + o.NodeIP + ":10256/healthz" }
+
+// kubeProxySynced reports whether kube-proxy has written its rules once.
+// Its healthz says ok before that (nothing is pending until its informers
+// have synced), and a pod dialling the kubernetes Service then times out;
+// the first full sync, which has the Services and EndpointSlices that
+// exist, sets the metric read here.
+func kubeProxySynced(o *Options) bool {
+	hc := &http.Client{Timeout: 2 * time.Second}
+	resp, err := hc.Get("http://" + o.NodeIP + ":10249/metrics")
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return false
+	}
+	return lastSyncSeconds(string(body)) > 0
+}
+
+// lastSyncSeconds is kubeproxy_sync_proxy_rules_last_timestamp_seconds of
+// the IPv4 rules in a Prometheus text exposition, 0 when absent.
+func lastSyncSeconds(metrics string) float64 {
+	const name = "kubeproxy_sync_proxy_rules_last_timestamp_seconds"
+	for _, line := range strings.Split(metrics, "\n") {
+		rest, ok := strings.CutPrefix(line, name)
+		if !ok {
+			continue
+		}
+		if labels, after, ok := strings.Cut(rest, "}"); ok && strings.HasPrefix(labels, "{") {
+			if !strings.Contains(labels, `ip_family="IPv4"`) {
+				continue
+			}
+			rest = after
+		}
+		if !strings.HasPrefix(rest, " ") {
+			continue
+		}
+		if v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64); err == nil {
+			return v
+		}
+	}
+	return 0
+}
 
 // probe GETs url and reports whether it answered 200, with the start of
 // the body (or the error) as detail.
