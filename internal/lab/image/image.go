@@ -110,7 +110,8 @@ func Build(img Image) (v1.Image, error) {
 // WriteArchive builds imgs and writes them to w as one image archive (the
 // docker save format, go-containerregistry's tarball package) naming each
 // image by its Name, which `ctr -n k8s.io images import` (containerd 1.6)
-// imports under that name. Layers shared by images are written once.
+// imports under that name. Layers shared by images are written once. The
+// images are reproducible; the archive's order of them is not.
 func WriteArchive(w io.Writer, imgs []Image) error {
 	if len(imgs) == 0 {
 		return fmt.Errorf("writing image archive: no images")
