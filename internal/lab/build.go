@@ -105,14 +105,20 @@ func EnsureBinaries(ctx context.Context, o *Options, log io.Writer) error {
 	for _, p := range []string{"k8s.io/component-base/version", "k8s.io/client-go/pkg/version"} {
 		ldflags += fmt.Sprintf(" -X %[1]s.gitVersion=v%[2]s -X %[1]s.gitMajor=1 -X %[1]s.gitMinor=%[3]s -X %[1]s.gitTreeState=clean", p, o.KubernetesVersion, o.minor())
 	}
-	args := []string{"build", "-trimpath", "-ldflags", ldflags, "-o", bin + "/"}
+	var pkgs []string
 	for _, name := range missing {
-		args = append(args, "k8s.io/kubernetes/cmd/"+name)
+		pkgs = append(pkgs, "k8s.io/kubernetes/cmd/"+name)
 	}
 	if err := os.MkdirAll(bin, 0o755); err != nil {
 		return fmt.Errorf("building Kubernetes: %w", err)
 	}
-	if _, err := run(args...); err != nil {
+	build := GoBuild{
+		What: "Kubernetes v" + o.KubernetesVersion, Dir: src, Env: append(os.Environ(), "GOFLAGS=-mod=mod", "GOWORK=off"),
+		Args: append([]string{"-trimpath", "-ldflags", ldflags, "-o", bin + "/"}, pkgs...), Packages: pkgs,
+		Log: logFile, Progress: log,
+	}
+	fmt.Fprintf(logFile, "$ go build -v %s\n", strings.Join(build.Args, " "))
+	if err := build.Run(ctx); err != nil {
 		return fmt.Errorf("building Kubernetes v%s failed: %w; last lines of %s:\n%s", o.KubernetesVersion, err, logPath, Tail(logPath, 15))
 	}
 	return os.WriteFile(filepath.Join(bin, builtStamp), []byte(o.KubernetesVersion+"\n"), 0o644)
