@@ -67,8 +67,12 @@ func (b GoBuild) Run(ctx context.Context) error {
 		case err := <-done:
 			pw.Close()
 			<-copied
+			if err != nil {
+				fmt.Fprintf(b.Progress, "  %s: failed after %s (%d packages built)\n", b.What, time.Since(start).Round(time.Second), counter.count())
+				return err
+			}
 			fmt.Fprintf(b.Progress, "  %s: %s\n", b.What, progressLine(counter.count(), total, time.Since(start), true))
-			return err
+			return nil
 		case <-tick.C:
 			fmt.Fprintf(b.Progress, "  %s: %s\n", b.What, progressLine(counter.count(), total, time.Since(start), false))
 		}

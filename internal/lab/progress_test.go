@@ -87,7 +87,11 @@ func TestGoBuildRun(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "greet/g.go"), []byte("package greet\n\nfunc Hello() string { return y }\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	progress.Reset()
 	if err := b.Run(context.Background()); err == nil {
 		t.Error("a build with an undefined name succeeded")
+	}
+	if !strings.Contains(progress.String(), "hello: failed after ") {
+		t.Errorf("progress of a failed build %q, want it to say it failed", progress.String())
 	}
 }
