@@ -25,11 +25,11 @@ const (
 	ControllerServiceAccount = "snug-controller"
 )
 
-//go:embed namespace.yaml agent.yaml controller.yaml controller_install_crds.yaml
+//go:embed namespace.yaml agent.yaml controller.yaml auth.yaml controller_install_crds.yaml
 var files embed.FS
 
 // Files are the embedded manifests of Default, in the order to apply them.
-var Files = []string{"namespace.yaml", "agent.yaml", "controller.yaml"}
+var Files = []string{"namespace.yaml", "agent.yaml", "controller.yaml", "auth.yaml"}
 
 // InstallCRDsFile is the optional manifest of `snug-controller
 // --install-crds`.

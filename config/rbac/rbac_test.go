@@ -17,12 +17,19 @@ import (
 )
 
 // perm is one verb on one resource (with its subresource), optionally
-// limited to one name.
+// limited to one name, or on one non-resource URL (a resource starting
+// with "/").
 type perm struct {
 	group, resource, verb, name string
 }
 
+// isURL reports whether p is on a non-resource URL.
+func (p perm) isURL() bool { return strings.HasPrefix(p.resource, "/") }
+
 func (p perm) String() string {
+	if p.isURL() {
+		return p.verb + " " + p.resource
+	}
 	s := p.verb + " " + p.resource
 	if p.group != "" {
 		s += "." + p.group
@@ -102,6 +109,19 @@ var needs = map[string]map[perm]use{
 		{"apiextensions.k8s.io", "customresourcedefinitions", "patch", "snugpolicies.autoscaling.snug.dev"}:  {file: "internal/install/install.go", snippet: "c.CustomResourceDefinitions().Patch(ctx, crd.Name, types.ApplyPatchType, "},
 		{"apiextensions.k8s.io", "customresourcedefinitions", "create", "snugpolicies.autoscaling.snug.dev"}: {file: "internal/install/install.go", snippet: "c.CustomResourceDefinitions().Patch(ctx, crd.Name, types.ApplyPatchType, "},
 	},
+	// What the SubjectAccessReview of a request to the agent's or the
+	// controller's endpoints asks for: get on the path.
+	"ClusterRole/snug-metrics-reader": {
+		{"", "/metrics", "get", ""}:  {file: "internal/httpauth/review.go", snippet: "NonResourceAttributes: &authorizationv1.NonResourceAttributes{Path: path, Verb: verb}", pending: "authenticated endpoints"},
+		{"", "/api/v1/*", "get", ""}: {file: "internal/httpauth/review.go", snippet: "NonResourceAttributes: &authorizationv1.NonResourceAttributes{Path: path, Verb: verb}", pending: "authenticated endpoints"},
+	},
+}
+
+// delegated are the ClusterRoles of Kubernetes itself that snug binds its
+// ServiceAccounts to, and where the code needs them: system:auth-delegator
+// grants create on tokenreviews and subjectaccessreviews.
+var delegated = map[string]use{
+	"system:auth-delegator": {file: "internal/httpauth/review.go", snippet: `"/apis/authentication.k8s.io/v1/tokenreviews"`, pending: "authenticated endpoints"},
 }
 
 // all decodes every embedded manifest.
@@ -132,7 +152,19 @@ func flatten(t *testing.T, rules []rbacv1.PolicyRule) map[perm]bool {
 	out := map[perm]bool{}
 	for _, r := range rules {
 		if len(r.NonResourceURLs) > 0 {
-			t.Errorf("rule %v: snug requests no non-resource URLs", r)
+			if len(r.APIGroups)+len(r.Resources)+len(r.ResourceNames) > 0 {
+				t.Errorf("rule %v: non-resource URLs and resources in one rule", r)
+			}
+			for _, u := range r.NonResourceURLs {
+				for _, v := range r.Verbs {
+					p := perm{"", u, v, ""}
+					if out[p] {
+						t.Errorf("%s granted twice", p)
+					}
+					out[p] = true
+				}
+			}
+			continue
 		}
 		names := r.ResourceNames
 		if len(names) == 0 {
@@ -178,19 +210,29 @@ func TestRulesAreWhatTheCodeUses(t *testing.T) {
 			if !granted[p] {
 				t.Errorf("%s lacks %s, which %s needs", role, p, u.file)
 			}
-			src, err := os.ReadFile(filepath.Join("..", "..", u.file))
-			if errors.Is(err, fs.ErrNotExist) && u.pending != "" {
-				t.Logf("%s: %s is for %s (%s is not in this tree yet)", role, p, u.pending, u.file)
-				continue
-			}
-			if err != nil {
-				t.Errorf("%s: %s: %v", role, p, err)
-				continue
-			}
-			if !strings.Contains(string(src), u.snippet) {
-				t.Errorf("%s: %s: %s no longer has %q; is the permission still needed?", role, p, u.file, u.snippet)
-			}
+			checkUse(t, role+": "+p.String(), u)
 		}
+	}
+	for role, u := range delegated {
+		checkUse(t, "ClusterRole/"+role, u)
+	}
+}
+
+// checkUse fails unless u's file has u's snippet (or, pending, does not
+// exist yet).
+func checkUse(t *testing.T, what string, u use) {
+	t.Helper()
+	src, err := os.ReadFile(filepath.Join("..", "..", u.file))
+	if errors.Is(err, fs.ErrNotExist) && u.pending != "" {
+		t.Logf("%s is for %s (%s is not in this tree yet)", what, u.pending, u.file)
+		return
+	}
+	if err != nil {
+		t.Errorf("%s: %v", what, err)
+		return
+	}
+	if !strings.Contains(string(src), u.snippet) {
+		t.Errorf("%s: %s no longer has %q; is the permission still needed?", what, u.file, u.snippet)
 	}
 }
 
@@ -218,6 +260,12 @@ func TestRulesNameRealResources(t *testing.T) {
 	verbs := map[string]bool{"get": true, "list": true, "watch": true, "create": true, "update": true, "patch": true, "delete": true, "deletecollection": true}
 	for role, rules := range roles(all(t)) {
 		for p := range flatten(t, rules) {
+			if p.isURL() {
+				if p.verb != "get" {
+					t.Errorf("%s: %s: want get on a path", role, p)
+				}
+				continue
+			}
 			base, sub, isSub := strings.Cut(p.resource, "/")
 			if !resources[p.group+"/"+base] {
 				t.Errorf("%s: %s: no resource %s in group %q", role, p, base, p.group)
@@ -262,11 +310,25 @@ func TestObjectsFitTogether(t *testing.T) {
 			}
 		}
 	}
+	delegations := 0
 	for _, b := range o.ClusterRoleBindings {
+		if _, ok := delegated[b.RoleRef.Name]; ok && b.RoleRef.Kind == "ClusterRole" {
+			// One binding per ServiceAccount, named after it.
+			if len(b.Subjects) != 1 || b.Name != b.Subjects[0].Name+"-auth-delegator" {
+				t.Errorf("ClusterRoleBinding %s of %s: want one subject, the ServiceAccount %s names", b.Name, b.RoleRef.Name, strings.TrimSuffix(b.Name, "-auth-delegator"))
+			}
+			delegations++
+			checkSubjects("ClusterRoleBinding/"+b.Name, b.Subjects)
+			continue
+		}
 		if b.RoleRef.Kind != "ClusterRole" || have["ClusterRole/"+b.RoleRef.Name] == nil || b.RoleRef.Name != b.Name {
 			t.Errorf("ClusterRoleBinding %s: roleRef %v, want the ClusterRole of its name", b.Name, b.RoleRef)
 		}
 		checkSubjects("ClusterRoleBinding/"+b.Name, b.Subjects)
+	}
+	// Both components authenticate their endpoints' requests.
+	if delegations != 2 {
+		t.Errorf("%d auth-delegator bindings, want one per ServiceAccount (%s, %s)", delegations, AgentServiceAccount, ControllerServiceAccount)
 	}
 	for _, b := range o.RoleBindings {
 		if b.Namespace != Namespace || b.RoleRef.Kind != "Role" || have["Role/"+b.Namespace+"/"+b.RoleRef.Name] == nil {
@@ -279,8 +341,10 @@ func TestObjectsFitTogether(t *testing.T) {
 			t.Errorf("Role %s in namespace %q, want %s", r.Name, r.Namespace, Namespace)
 		}
 	}
-	if n := len(o.ClusterRoleBindings) + len(o.RoleBindings); n != len(have) {
-		t.Errorf("%d bindings for %d roles, want one each", n, len(have))
+	// Every role of snug's own is bound but the metrics reader, which the
+	// installer binds to its readers (charts/snug: monitoring.readerSubjects).
+	if n := len(o.ClusterRoleBindings) + len(o.RoleBindings) - delegations; n != len(have)-1 {
+		t.Errorf("%d bindings for %d roles, want one each but the metrics reader", n, len(have))
 	}
 }
 
