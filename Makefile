@@ -8,7 +8,7 @@ KUBERNETES_VERSION ?= 1.35.4
 E2E_VERSIONS ?= 1.35.4 1.37.2
 E2E_TIMEOUT ?= 40m
 
-.PHONY: all build deps test unit e2e demo lab-up lab-down lab-status fmt vet clean generate
+.PHONY: all build deps test unit e2e demo lab-up lab-down lab-status fmt vet clean generate helm
 
 all: build
 
@@ -27,8 +27,17 @@ build: deps
 # Deep copies and the CRD from api/v1alpha1's markers. controller-gen runs from
 # the module proxy and stays out of go.mod; commit what it writes.
 CONTROLLER_GEN ?= $(GO) run sigs.k8s.io/controller-tools/cmd/controller-gen@v0.23.0
+# Then the chart gets a copy of the CRD, and config/rbac and config/deploy
+# are charts/snug rendered with its default values (internal/lab/helm).
 generate:
 	$(CONTROLLER_GEN) object crd:crdVersions=v1 paths=./api/v1alpha1 output:crd:artifacts:config=config/crd
+	cp config/crd/*.yaml charts/snug/files/crds/
+	$(GO) run ./internal/lab/helm/genconfig
+
+# The helm CLI that the chart tests, the lab and the demo run: helm.sh/helm/v3
+# built once from the module proxy into $(HOME)/.cache/snug/helm.
+helm: build
+	$(BIN)/snug-lab helm version --short
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')
@@ -40,7 +49,7 @@ vet:
 # The whole suite: unit tests, then the e2e tests on a real lab per version.
 test: build vet unit e2e
 
-unit:
+unit: helm
 	$(GO) test -race -shuffle=on ./...
 
 e2e: build
