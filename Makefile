@@ -7,8 +7,13 @@ KUBERNETES_VERSION ?= 1.35.4
 # Versions the e2e suite runs against, one lab after the other.
 E2E_VERSIONS ?= 1.35.4 1.37.2
 E2E_TIMEOUT ?= 40m
+# The version linked into snug's binaries and the images' tag.
+VERSION ?= $(shell git describe --always --dirty --abbrev=12 2>/dev/null || echo dev)
+VERSION_LDFLAGS := -X github.com/snug-dev/snug/internal/version.Version=$(VERSION)
+# make images REGISTRY=10.213.0.2:5000 also pushes (the lab's registry).
+REGISTRY ?=
 
-.PHONY: all build deps test unit e2e demo lab-up lab-down lab-status fmt vet clean generate helm
+.PHONY: all build deps test unit e2e demo lab-up lab-down lab-status fmt vet clean generate images helm
 
 all: build
 
@@ -17,10 +22,12 @@ deps:
 	$(GO) mod download
 
 # snug is the user's CLI (and kubectl-snug), snug-agent and snug-controller
-# the in-cluster components, snug-lab the lab, demo and benches (it starts
-# snug-agent-bench for bench agent), snug-load the lab's load generator.
+# the in-cluster components (static: they are what the images hold),
+# snug-lab the lab, demo and benches (it starts snug-agent-bench for bench
+# agent), snug-load the lab's load generator.
 build: deps
-	$(GO) build -o $(BIN)/ ./cmd/snug ./cmd/snug-agent ./cmd/snug-controller ./cmd/snug-lab ./cmd/snug-agent-bench
+	$(GO) build -ldflags '$(VERSION_LDFLAGS)' -o $(BIN)/ ./cmd/snug ./cmd/snug-lab ./cmd/snug-agent-bench
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w $(VERSION_LDFLAGS)' -o $(BIN)/ ./cmd/snug-agent ./cmd/snug-controller
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o $(BIN)/snug-load ./cmd/snug-load
 	ln -sf snug $(BIN)/kubectl-snug
 
@@ -61,6 +68,12 @@ e2e: build
 
 demo: build
 	$(BIN)/snug-lab demo --kubernetes-version $(KUBERNETES_VERSION)
+
+# The images of snug-agent and snug-controller (internal/lab/image): an OCI
+# layout and archives in bin/images; with REGISTRY set, pushed there too.
+images: build
+	$(BIN)/snug-lab images build --bin $(BIN) --out $(BIN)/images --version $(VERSION)
+	@if [ -n "$(REGISTRY)" ]; then $(BIN)/snug-lab images push --bin $(BIN) --registry $(REGISTRY) --version $(VERSION); fi
 
 lab-up: build
 	$(BIN)/snug-lab up --kubernetes-version $(KUBERNETES_VERSION)

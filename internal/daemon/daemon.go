@@ -15,6 +15,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/pflag"
+
+	"github.com/snug-dev/snug/internal/version"
 )
 
 // Options are a component's flags: registered on a flag set, then checked.
@@ -32,8 +34,9 @@ const (
 )
 
 // Main parses args (without the program name) into o, validates them and
-// calls run with a context that ends on SIGINT or SIGTERM. It returns the
-// exit code: 0 for success and for --help, ExitUsage for bad flags,
+// calls run with a context that ends on SIGINT or SIGTERM. --version
+// prints name and version.Version to standard output and runs nothing. It returns
+// the exit code: 0 for success, --help and --version, ExitUsage for bad flags,
 // arguments or options (nothing was run), ExitFailed when run failed. name
 // prefixes every message; usage is the synopsis --help prints above the
 // flags.
@@ -42,12 +45,17 @@ func Main(name, usage string, args []string, stderr io.Writer, o Options, run fu
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprintf(stderr, "Usage: %s\n\n%s", usage, fs.FlagUsages()) }
 	o.AddFlags(fs)
+	showVersion := fs.Bool("version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return 0
 		}
 		fmt.Fprintf(stderr, "%s: %v\n", name, err)
 		return ExitUsage
+	}
+	if *showVersion {
+		fmt.Fprintf(os.Stdout, "%s %s\n", name, version.Version)
+		return 0
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "%s: unexpected arguments %q\n", name, fs.Args())

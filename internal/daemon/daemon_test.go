@@ -34,6 +34,7 @@ func TestMain(t *testing.T) {
 	}{
 		{name: "runs", args: []string{"--n", "3"}, code: 0, ran: true},
 		{name: "help", args: []string{"--help"}, code: 0, message: "Usage: x [flags]"},
+		{name: "version", args: []string{"--version", "--n", "0"}, code: 0},
 		{name: "bad flag", args: []string{"--m"}, code: ExitUsage, message: "x: unknown flag: --m"},
 		{name: "arguments", args: []string{"extra"}, code: ExitUsage, message: `x: unexpected arguments ["extra"]`},
 		{name: "invalid", args: []string{"--n", "0"}, code: ExitUsage, message: "x: --n must be 1 to 9"},

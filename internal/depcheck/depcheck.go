@@ -102,4 +102,5 @@ var NotTheLab = []Forbidden{
 	{Path: "github.com/snug-dev/snug/internal/labcli", Tree: true, Why: "snug-lab's commands"},
 	{Path: "github.com/snug-dev/snug/internal/agent/agenttest", Tree: true, Why: "the agent's bench and test fixtures"},
 	{Path: "github.com/snug-dev/snug/internal/agent/agentbench", Tree: true, Why: "the agent's bench"},
+	{Path: "github.com/google/go-containerregistry", Tree: true, Why: "image building and pushing (snug-lab images)"},
 }

@@ -14,18 +14,38 @@ import (
 )
 
 // kubeBinaries are built from k8s.io/kubernetes for every lab version.
-var kubeBinaries = []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet", "kubectl"}
+var kubeBinaries = []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet", "kubectl", "kube-proxy"}
 
-// builtStamp marks a complete build: binaries without it are rebuilt.
+// builtStamp marks a complete build of the binaries present next to it: a
+// cache without it is rebuilt whole (an interrupted build may have left
+// anything behind), one with it gets only the binaries it lacks (a cache
+// made before kube-proxy was in kubeBinaries gets kube-proxy alone).
 const builtStamp = ".complete"
 
+// missingBinaries lists what EnsureBinaries has to build into bin: every
+// binary without a stamp, else those of kubeBinaries that are absent.
+func missingBinaries(bin string) []string {
+	if _, err := os.Stat(filepath.Join(bin, builtStamp)); err != nil {
+		return kubeBinaries
+	}
+	var missing []string
+	for _, name := range kubeBinaries {
+		if _, err := os.Stat(filepath.Join(bin, name)); err != nil {
+			missing = append(missing, name)
+		}
+	}
+	return missing
+}
+
 // EnsureBinaries builds the Kubernetes binaries of o.KubernetesVersion from
-// the Go module proxy into o.BinDir(), unless a complete build is cached.
-// The build happens in a throwaway module under the cache, never in snug's
-// own go.mod. Progress goes to log; the build's own output to a log file.
+// the Go module proxy into o.BinDir(), unless a complete build is cached;
+// a complete cache that lacks some of them gets only those built. The
+// build happens in a throwaway module under the cache, never in snug's own
+// go.mod. Progress goes to log; the build's own output to a log file.
 func EnsureBinaries(ctx context.Context, o *Options, log io.Writer) error {
 	bin := o.BinDir()
-	if _, err := os.Stat(filepath.Join(bin, builtStamp)); err == nil {
+	missing := missingBinaries(bin)
+	if len(missing) == 0 {
 		return nil
 	}
 	if _, err := exec.LookPath("go"); err != nil {
@@ -36,12 +56,14 @@ func EnsureBinaries(ctx context.Context, o *Options, log io.Writer) error {
 		return fmt.Errorf("building Kubernetes: %w", err)
 	}
 	logPath := filepath.Join(filepath.Dir(bin), "build.log")
-	logFile, err := os.Create(logPath)
+	// Appended to: an incremental build keeps the log of the first one.
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return fmt.Errorf("building Kubernetes: %w", err)
 	}
 	defer logFile.Close()
-	fmt.Fprintf(log, "building Kubernetes v%s from the Go module proxy (a few minutes the first time; log: %s)\n", o.KubernetesVersion, logPath)
+	fmt.Fprintf(log, "building Kubernetes v%s (%s) from the Go module proxy (a few minutes the first time; log: %s)\n",
+		o.KubernetesVersion, strings.Join(missing, ", "), logPath)
 
 	run := func(args ...string) ([]byte, error) {
 		cmd := exec.CommandContext(ctx, "go", args...)
@@ -84,7 +106,7 @@ func EnsureBinaries(ctx context.Context, o *Options, log io.Writer) error {
 		ldflags += fmt.Sprintf(" -X %[1]s.gitVersion=v%[2]s -X %[1]s.gitMajor=1 -X %[1]s.gitMinor=%[3]s -X %[1]s.gitTreeState=clean", p, o.KubernetesVersion, o.minor())
 	}
 	args := []string{"build", "-trimpath", "-ldflags", ldflags, "-o", bin + "/"}
-	for _, name := range kubeBinaries {
+	for _, name := range missing {
 		args = append(args, "k8s.io/kubernetes/cmd/"+name)
 	}
 	if err := os.MkdirAll(bin, 0o755); err != nil {

@@ -9,8 +9,16 @@ import (
 )
 
 // The sandbox image containerd runs for every pod; the lab imports an image
-// of that name (snug-load in pause mode) since no registry can be reached.
+// of that name (snug-load in pause mode) since no public registry can be
+// reached.
 const sandboxImage = "registry.k8s.io/pause:3.10"
+
+// registryPort is where the lab's registry listens, on the node's address.
+const registryPort = "5000"
+
+// registryHostsDir is containerd's registry config_path: one directory per
+// registry host, each with a hosts.toml.
+func registryHostsDir(o *Options) string { return o.path("containerd", "certs.d") }
 
 func containerdSock(o *Options) string { return o.path("run", "containerd", "containerd.sock") }
 
@@ -49,8 +57,78 @@ oom_score = 0
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "/usr/lib/cni"
     conf_dir = %q
+  [plugins."io.containerd.grpc.v1.cri".registry]
+    config_path = %q
 `, o.path("containerd", "root"), o.path("run", "containerd", "state"), containerdSock(o),
-		containerdSock(o)+".ttrpc", o.path("containerd", "opt"), sandboxImage, o.path("cni", "net.d"))
+		containerdSock(o)+".ttrpc", o.path("containerd", "opt"), sandboxImage, o.path("cni", "net.d"),
+		registryHostsDir(o))
+}
+
+// registryHosts is containerd's hosts.toml for the lab's registry: plain
+// HTTP, pulls only.
+func registryHosts(o *Options) string {
+	return fmt.Sprintf(`server = "http://%[1]s"
+
+[host."http://%[1]s"]
+  capabilities = ["pull", "resolve"]
+`, o.Registry())
+}
+
+// registryConfig is the configuration of distribution's registry (Debian's
+// docker-registry 2.8): filesystem storage in the lab directory, deletes
+// allowed (so a test can remove what it pushed), plain HTTP on the node's
+// address with a fixed upload secret (one registry, nothing to share it with), and no upload purging, which would only log on a lab that lives
+// minutes.
+func registryConfig(o *Options) string {
+	return fmt.Sprintf(`version: 0.1
+log:
+  level: info
+  accesslog:
+    disabled: true
+storage:
+  filesystem:
+    rootdirectory: %s
+  delete:
+    enabled: true
+  maintenance:
+    uploadpurging:
+      enabled: false
+http:
+  addr: %s
+  secret: snug-lab
+health:
+  storagedriver:
+    enabled: false
+`, o.path("registry", "data"), o.Registry())
+}
+
+// kubeProxyConfig is the KubeProxyConfiguration: iptables mode in the lab's
+// namespace, every port on the node's address. conntrack maxPerCore 0 and
+// the zero timeouts leave the conntrack sysctls alone: nf_conntrack_max is
+// read-only outside the initial namespace, and the others need not change.
+// localhostNodePorts false keeps it from setting route_localnet.
+func kubeProxyConfig(o *Options, p *pki.Set) string {
+	return fmt.Sprintf(`apiVersion: kubeproxy.config.k8s.io/v1alpha1
+kind: KubeProxyConfiguration
+clientConnection:
+  kubeconfig: %s
+hostnameOverride: %s
+mode: iptables
+clusterCIDR: %s
+bindAddress: %s
+healthzBindAddress: %s:10256
+metricsBindAddress: %s:10249
+nodePortAddresses: ["%s/32"]
+iptables:
+  localhostNodePorts: false
+  syncPeriod: 30s
+  minSyncPeriod: 0s
+conntrack:
+  maxPerCore: 0
+  min: 0
+  tcpEstablishedTimeout: 0s
+  tcpCloseWaitTimeout: 0s
+`, p.KubeProxyKubeconfig, o.NodeName, o.PodCIDR, o.NodeIP, o.NodeIP, o.NodeIP, o.NodeIP)
 }
 
 // cniConfig is a bridge network for pods, living inside the lab namespace.
@@ -124,9 +202,12 @@ nodeStatusUpdateFrequency: 4s
 // writeConfigs writes every generated config file of the lab.
 func writeConfigs(o *Options, p *pki.Set) error {
 	files := map[string]string{
-		o.path("containerd", "config.toml"):            containerdConfig(o),
-		o.path("cni", "net.d", "10-snug-lab.conflist"): cniConfig(o),
-		o.path("kubelet", "config.yaml"):               kubeletConfig(o, p),
+		o.path("containerd", "config.toml"):                            containerdConfig(o),
+		o.path("cni", "net.d", "10-snug-lab.conflist"):                 cniConfig(o),
+		o.path("kubelet", "config.yaml"):                               kubeletConfig(o, p),
+		o.path("kube-proxy", "config.yaml"):                            kubeProxyConfig(o, p),
+		o.path("registry", "config.yml"):                               registryConfig(o),
+		filepath.Join(registryHostsDir(o), o.Registry(), "hosts.toml"): registryHosts(o),
 	}
 	for path, content := range files {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
@@ -176,7 +257,8 @@ func components(o *Options, p *pki.Set) []component {
 			"--kubelet-preferred-address-types=InternalIP",
 			// The aggregation layer (metrics.k8s.io for metrics-server): the
 			// front proxy's identity, and routing to a service's endpoints
-			// rather than its ClusterIP, since the lab runs no kube-proxy.
+			// rather than its ClusterIP, so that add-ons work before (and
+			// without) kube-proxy.
 			"--requestheader-client-ca-file=" + p.CACert,
 			"--requestheader-allowed-names=front-proxy-client",
 			"--requestheader-username-headers=X-Remote-User",
@@ -206,6 +288,7 @@ func components(o *Options, p *pki.Set) []component {
 			"--bind-address=" + o.NodeIP,
 			"--leader-elect=false",
 		}},
+		{"registry", []string{"docker-registry", "serve", o.path("registry", "config.yml")}},
 		{"containerd", []string{"containerd", "--config=" + o.path("containerd", "config.toml")}},
 		{"kubelet", []string{bin("kubelet"),
 			"--config=" + o.path("kubelet", "config.yaml"),
@@ -214,5 +297,6 @@ func components(o *Options, p *pki.Set) []component {
 			"--node-ip=" + o.NodeIP,
 			"--hostname-override=" + o.NodeName,
 		}},
+		{"kube-proxy", []string{bin("kube-proxy"), "--config=" + o.path("kube-proxy", "config.yaml")}},
 	}
 }

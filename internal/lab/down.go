@@ -35,7 +35,7 @@ func Down(ctx context.Context, o *Options, log io.Writer) error {
 		errs = append(errs, StopProcess(o, n, 10*time.Second))
 	}
 	// Controllers first, so nothing recreates the pods deleted next.
-	for _, n := range []string{"kube-controller-manager", "kube-scheduler"} {
+	for _, n := range []string{"kube-controller-manager", "kube-scheduler", "kube-proxy"} {
 		if p, ok := readProc(o, n); ok {
 			errs = append(errs, p.stop(10*time.Second))
 		}
@@ -52,7 +52,7 @@ func Down(ctx context.Context, o *Options, log io.Writer) error {
 	// pod cgroups) and the shims of the lab's containerd.
 	killPIDs(podProcesses())
 	killPIDs(processesWith(containerdSock(o)))
-	for _, n := range []string{"kube-apiserver", "etcd"} {
+	for _, n := range []string{"registry", "kube-apiserver", "etcd"} {
 		if p, ok := readProc(o, n); ok {
 			errs = append(errs, p.stop(15*time.Second))
 		}

@@ -27,7 +27,7 @@ import (
 var ErrAlreadyUp = errors.New("the lab is already up")
 
 // componentNames in start order (stop goes in reverse).
-var componentNames = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "containerd", "kubelet"}
+var componentNames = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "registry", "containerd", "kubelet", "kube-proxy"}
 
 // Up brings the lab up: packages, binaries, PKI, network, processes,
 // images, and waits for the node to be Ready. On failure it tears down what
@@ -57,7 +57,7 @@ func Up(ctx context.Context, o *Options, log io.Writer) (err error) {
 		return err
 	}
 	// A fresh cluster every time: only the PKI and logs survive a restart.
-	for _, d := range []string{"etcd", "containerd", "run", "kubelet", "cni", "pod-logs", "images", "pids", "load"} {
+	for _, d := range []string{"etcd", "containerd", "run", "kubelet", "kube-proxy", "registry", "cni", "pod-logs", "images", "pids", "load"} {
 		if err := removeAll(o, o.path(d)); err != nil {
 			return err
 		}
@@ -103,6 +103,11 @@ func Up(ctx context.Context, o *Options, log io.Writer) (err error) {
 			err = o.waitFor(ctx, "kube-apiserver", 90*time.Second, func(ctx context.Context) bool {
 				return client.Discovery().RESTClient().Get().AbsPath("/readyz").Do(ctx).Error() == nil
 			})
+		case "registry":
+			err = o.waitFor(ctx, "registry", 30*time.Second, func(context.Context) bool {
+				ok, _ := probe(o.RegistryURL() + "/v2/")
+				return ok
+			})
 		case "containerd":
 			err = o.waitFor(ctx, "containerd", 30*time.Second, func(context.Context) bool {
 				_, serr := os.Stat(containerdSock(o))
@@ -114,6 +119,10 @@ func Up(ctx context.Context, o *Options, log io.Writer) (err error) {
 		case "kubelet":
 			err = o.waitFor(ctx, "node "+o.NodeName+" Ready", o.ReadyTimeout, func(ctx context.Context) bool {
 				return nodeReady(ctx, client, o.NodeName)
+			})
+		case "kube-proxy":
+			err = o.waitFor(ctx, "kube-proxy's first sync", 60*time.Second, func(context.Context) bool {
+				return kubeProxySynced(o)
 			})
 		}
 		if err != nil {
@@ -202,25 +211,79 @@ type Health struct {
 	RSSBytes uint64
 }
 
-// Status reports each component's PID and health.
-func Status(ctx context.Context, o *Options) []Health {
+// RegistryURL is the lab registry's base URL (plain HTTP).
+func (o *Options) RegistryURL() string { return "http://" + o.Registry() }
+
+func kubeProxyHealthz(o *Options) string { return "http://" + o.NodeIP + ":10256/healthz" }
+
+// kubeProxySynced reports whether kube-proxy has written its rules once.
+// Its healthz says ok before that (nothing is pending until its informers
+// have synced), and a pod dialling the kubernetes Service then times out;
+// the first full sync, which has the Services and EndpointSlices that
+// exist, sets the metric read here.
+func kubeProxySynced(o *Options) bool {
+	hc := &http.Client{Timeout: 2 * time.Second}
+	resp, err := hc.Get("http://" + o.NodeIP + ":10249/metrics")
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return false
+	}
+	return lastSyncSeconds(string(body)) > 0
+}
+
+// lastSyncSeconds is kubeproxy_sync_proxy_rules_last_timestamp_seconds of
+// the IPv4 rules in a Prometheus text exposition, 0 when absent.
+func lastSyncSeconds(metrics string) float64 {
+	const name = "kubeproxy_sync_proxy_rules_last_timestamp_seconds"
+	for _, line := range strings.Split(metrics, "\n") {
+		rest, ok := strings.CutPrefix(line, name)
+		if !ok {
+			continue
+		}
+		if labels, after, ok := strings.Cut(rest, "}"); ok && strings.HasPrefix(labels, "{") {
+			if !strings.Contains(labels, `ip_family="IPv4"`) {
+				continue
+			}
+			rest = after
+		}
+		if !strings.HasPrefix(rest, " ") {
+			continue
+		}
+		if v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64); err == nil {
+			return v
+		}
+	}
+	return 0
+}
+
+// probe GETs url and reports whether it answered 200, with the start of
+// the body (or the error) as detail.
+func probe(url string) (bool, string) {
 	insecure := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
 		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, // self-signed healthz of lab components
 	}}
-	probe := func(url string) (bool, string) {
-		resp, err := insecure.Get(url)
-		if err != nil {
-			return false, err.Error()
-		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 256))
-		return resp.StatusCode == http.StatusOK, strings.TrimSpace(string(body))
+	resp, err := insecure.Get(url)
+	if err != nil {
+		return false, err.Error()
 	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 256))
+	return resp.StatusCode == http.StatusOK, strings.TrimSpace(string(body))
+}
+
+// Status reports each component's PID and health.
+func Status(ctx context.Context, o *Options) []Health {
 	urls := map[string]string{
 		"etcd":                    "http://" + o.NodeIP + ":2381/health",
 		"kube-controller-manager": "https://" + o.NodeIP + ":10257/healthz",
 		"kube-scheduler":          "https://" + o.NodeIP + ":10259/healthz",
+		"registry":                o.RegistryURL() + "/v2/",
 		"kubelet":                 "http://" + o.NodeIP + ":10248/healthz",
+		"kube-proxy":              kubeProxyHealthz(o),
 	}
 	var out []Health
 	for _, n := range componentNames {

@@ -166,3 +166,45 @@ func TestAddOnProcess(t *testing.T) {
 		t.Errorf("stopping a stopped process: %v", err)
 	}
 }
+
+func TestLastSyncSeconds(t *testing.T) {
+	for in, want := range map[string]float64{
+		"# HELP x\nkubeproxy_sync_proxy_rules_last_timestamp_seconds 1.7806e+09\n": 1.7806e+09,
+		"kubeproxy_sync_proxy_rules_last_timestamp_seconds{ip_family=\"IPv6\"} 0\n" +
+			"kubeproxy_sync_proxy_rules_last_timestamp_seconds{ip_family=\"IPv4\"} 1.78e+09\n": 1.78e+09,
+		"kubeproxy_sync_proxy_rules_last_timestamp_seconds{ip_family=\"IPv6\"} 7\n": 0,
+		"kubeproxy_sync_proxy_rules_last_timestamp_seconds 0\n":                     0,
+		"kubeproxy_sync_proxy_rules_last_timestamp_seconds_total 5\n":               0,
+		"": 0,
+	} {
+		if got := lastSyncSeconds(in); got != want {
+			t.Errorf("lastSyncSeconds(%q) = %v, want %v", in, got, want)
+		}
+	}
+}
+
+func TestMissingBinaries(t *testing.T) {
+	bin := t.TempDir()
+	touch := func(name string) {
+		if err := os.WriteFile(filepath.Join(bin, name), nil, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Without the stamp everything is rebuilt, whatever is there.
+	touch("kubelet")
+	if d := cmp.Diff(kubeBinaries, missingBinaries(bin)); d != "" {
+		t.Errorf("no stamp (-want +got):\n%s", d)
+	}
+	// A complete cache from before kube-proxy: only kube-proxy.
+	for _, n := range []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl"} {
+		touch(n)
+	}
+	touch(builtStamp)
+	if d := cmp.Diff([]string{"kube-proxy"}, missingBinaries(bin)); d != "" {
+		t.Errorf("old cache (-want +got):\n%s", d)
+	}
+	touch("kube-proxy")
+	if got := missingBinaries(bin); len(got) != 0 {
+		t.Errorf("complete cache: missing %v", got)
+	}
+}

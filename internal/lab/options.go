@@ -140,6 +140,11 @@ func (o *Options) Kubeconfig() string { return o.path("pki", "admin.kubeconfig")
 // ServerURL is the API server's address as seen from the host.
 func (o *Options) ServerURL() string { return "https://" + o.NodeIP + ":6443" }
 
+// Registry is the host:port of the lab's image registry (plain HTTP), on
+// the node's address: reachable from the host and from pods, and the name
+// containerd pulls from, e.g. 10.213.0.2:5000/snug-dev/snug-agent:v1.
+func (o *Options) Registry() string { return net.JoinHostPort(o.NodeIP, registryPort) }
+
 func (o *Options) nodeIPs() []net.IP { return []net.IP{net.ParseIP(o.NodeIP)} }
 
 // LoadDir is the host directory that pods mount (hostPath) as snug-load's

@@ -28,6 +28,7 @@ var requirements = []requirement{
 	{"/usr/sbin/ip", "iproute2"},
 	{"/usr/sbin/iptables", "iptables"},
 	{"/usr/bin/nsenter", "util-linux"},
+	{"/usr/bin/docker-registry", "docker-registry"},
 }
 
 // missingPackages returns the Debian packages whose files are absent.

@@ -32,5 +32,6 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	root.SetErr(stderr)
 	root.AddCommand(newLabCommands(stdout, stderr)...)
 	root.AddCommand(newDemoCommand(stdout, stderr), newBenchCommand(stdout, stderr), newHelmCommand(stdout, stderr))
+	root.AddCommand(newImagesCommand(stdout))
 	return root
 }

@@ -1,13 +1,17 @@
-// Package image writes the lab's container images as OCI image-layout tar
-// archives (oci-layout, index.json, blobs/sha256/...) that
-// `ctr -n k8s.io images import` (containerd 1.6) accepts and names with the
-// image's full reference, since the lab cluster cannot reach any registry.
+// Package image builds snug's container images with go-containerregistry:
+// the lab's own images (busybox, the pause sandbox image and snug-load),
+// which the lab imports into its containerd as an image archive, and the
+// product images of snug-agent and snug-controller, which `make images`
+// (snug-lab images) writes as an OCI layout and archives and pushes to a
+// registry, and lab.PushImages pushes to the lab's registry.
 //
-// Each image is one layer built from an in-memory file list. Output is
-// deterministic: fixed modification times, root ownership and sorted entries,
-// so the same input always yields the same digests.
+// Every image is empty.Image plus one layer built from an in-memory file
+// list (layerTar: go-containerregistry has no builder that keeps modes and
+// symlinks) and its config. Output is reproducible: the layer's entries are
+// sorted, owned by root and modified at the image's creation time (the
+// commit time for product images, the Unix epoch for the lab's), so the
+// same input always yields the same digest.
 //
-// It owns the archive format and the lab's three images (busybox, the pause
-// sandbox image and snug-load). It does not run containerd or ctr: importing
-// the archives is the lab's job.
+// It does not run containerd, ctr or a registry, and only snug-lab links
+// it: product binaries never do (internal/depcheck.NotTheLab).
 package image

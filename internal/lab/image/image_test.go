@@ -3,86 +3,21 @@ package image
 import (
 	"archive/tar"
 	"bytes"
-	"compress/gzip"
 	"encoding/json"
 	"errors"
 	"io"
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 )
-
-// archive is an OCI layout read back from a tar, checked for consistency.
-type archive struct {
-	names []string          // tar entry names in order
-	blobs map[string][]byte // digest -> content
-	index index
-}
-
-// readArchive parses data and checks that every blob is stored under its
-// own digest and that the layout marker is right.
-func readArchive(t *testing.T, data []byte) archive {
-	t.Helper()
-	a := archive{blobs: map[string][]byte{}}
-	files := map[string][]byte{}
-	tr := tar.NewReader(bytes.NewReader(data))
-	for {
-		hdr, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatalf("reading archive: %v", err)
-		}
-		a.names = append(a.names, hdr.Name)
-		if !hdr.ModTime.Equal(epoch) {
-			t.Errorf("%s: mtime %v, want %v", hdr.Name, hdr.ModTime, epoch)
-		}
-		if hdr.Typeflag != tar.TypeReg {
-			continue
-		}
-		b, err := io.ReadAll(tr)
-		if err != nil {
-			t.Fatalf("reading %s: %v", hdr.Name, err)
-		}
-		files[hdr.Name] = b
-		if hex, ok := strings.CutPrefix(hdr.Name, "blobs/sha256/"); ok {
-			if got := digestOf(b); got != "sha256:"+hex {
-				t.Errorf("blob %s has digest %s", hdr.Name, got)
-			}
-			a.blobs["sha256:"+hex] = b
-		}
-	}
-	if got := string(files["oci-layout"]); got != `{"imageLayoutVersion":"1.0.0"}` {
-		t.Errorf("oci-layout = %q", got)
-	}
-	if err := json.Unmarshal(files["index.json"], &a.index); err != nil {
-		t.Fatalf("decoding index.json: %v", err)
-	}
-	return a
-}
-
-// blob returns the blob desc points at, checking its size.
-func (a archive) blob(t *testing.T, desc descriptor) []byte {
-	t.Helper()
-	b, ok := a.blobs[desc.Digest]
-	if !ok {
-		t.Fatalf("blob %s missing", desc.Digest)
-	}
-	if int64(len(b)) != desc.Size {
-		t.Errorf("blob %s: descriptor size %d, blob size %d", desc.Digest, desc.Size, len(b))
-	}
-	return b
-}
-
-func decode(t *testing.T, data []byte, v any) {
-	t.Helper()
-	if err := json.Unmarshal(data, v); err != nil {
-		t.Fatalf("decoding %s: %v", data, err)
-	}
-}
 
 // entry is one layer tar entry, in a comparable form.
 type entry struct {
@@ -93,74 +28,72 @@ type entry struct {
 	Data string
 }
 
-func layerEntries(t *testing.T, layer []byte) []entry {
+// built is an image taken apart: its config and its layer's entries.
+type built struct {
+	digest  v1.Hash
+	config  *v1.ConfigFile
+	entries []entry
+}
+
+// inspect builds img and reads it back, checking media types, that the
+// config's diff_id is the layer's, and that every entry is root's and
+// modified at mtime.
+func inspect(t *testing.T, img v1.Image, mtime time.Time) built {
 	t.Helper()
+	m, err := img.Manifest()
+	if err != nil {
+		t.Fatalf("manifest: %v", err)
+	}
+	if m.MediaType != types.OCIManifestSchema1 || m.Config.MediaType != types.OCIConfigJSON || len(m.Layers) != 1 || m.Layers[0].MediaType != types.OCILayer {
+		t.Fatalf("manifest %+v, want an OCI manifest with one gzip layer", m)
+	}
+	cfg, err := img.ConfigFile()
+	if err != nil {
+		t.Fatalf("config: %v", err)
+	}
+	layers, err := img.Layers()
+	if err != nil || len(layers) != 1 {
+		t.Fatalf("layers: %v, %d", err, len(layers))
+	}
+	diffID, err := layers[0].DiffID()
+	if err != nil || !cmp.Equal(cfg.RootFS.DiffIDs, []v1.Hash{diffID}) {
+		t.Errorf("rootfs %+v, want diff_ids [%v] (%v)", cfg.RootFS, diffID, err)
+	}
+	rc, err := layers[0].Uncompressed()
+	if err != nil {
+		t.Fatalf("layer: %v", err)
+	}
+	defer rc.Close()
 	var out []entry
-	tr := tar.NewReader(bytes.NewReader(layer))
+	tr := tar.NewReader(rc)
 	for {
 		hdr, err := tr.Next()
 		if err == io.EOF {
-			return out
+			break
 		}
 		if err != nil {
 			t.Fatalf("reading layer: %v", err)
 		}
-		if hdr.Uid != 0 || hdr.Gid != 0 || !hdr.ModTime.Equal(epoch) {
-			t.Errorf("%s: uid %d gid %d mtime %v", hdr.Name, hdr.Uid, hdr.Gid, hdr.ModTime)
+		if hdr.Uid != 0 || hdr.Gid != 0 || !hdr.ModTime.Equal(mtime) {
+			t.Errorf("%s: uid %d gid %d mtime %v, want 0 0 %v", hdr.Name, hdr.Uid, hdr.Gid, hdr.ModTime, mtime)
 		}
 		b, _ := io.ReadAll(tr)
 		out = append(out, entry{hdr.Name, hdr.Typeflag, hdr.Mode, hdr.Linkname, string(b)})
 	}
+	d, err := img.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return built{d, cfg, out}
 }
 
-// image is the content of one image in an archive.
-type image struct {
-	annotations map[string]string
-	platform    platform
-	config      config
-	layerType   string
-	entries     []entry
-}
-
-// readImage follows index entry i down to its layer and checks digests,
-// sizes and the config's diff_id.
-func (a archive) readImage(t *testing.T, i int) image {
+func mustBuild(t *testing.T, img Image) v1.Image {
 	t.Helper()
-	desc := a.index.Manifests[i]
-	if desc.MediaType != MediaTypeManifest || desc.Platform == nil {
-		t.Fatalf("index entry %d: %+v", i, desc)
+	b, err := Build(img)
+	if err != nil {
+		t.Fatalf("Build: %v", err)
 	}
-	var m manifest
-	decode(t, a.blob(t, desc), &m)
-	if m.SchemaVersion != 2 || m.MediaType != MediaTypeManifest || m.Config.MediaType != MediaTypeConfig || len(m.Layers) != 1 {
-		t.Fatalf("manifest: %+v", m)
-	}
-	var c config
-	decode(t, a.blob(t, m.Config), &c)
-	layer := a.blob(t, m.Layers[0])
-	raw := layer
-	if m.Layers[0].MediaType == MediaTypeLayerGzip {
-		zr, err := gzip.NewReader(bytes.NewReader(layer))
-		if err != nil {
-			t.Fatalf("layer: %v", err)
-		}
-		if raw, err = io.ReadAll(zr); err != nil {
-			t.Fatalf("layer: %v", err)
-		}
-	}
-	if want := []string{digestOf(raw)}; !cmp.Equal(c.RootFS.DiffIDs, want) || c.RootFS.Type != "layers" {
-		t.Errorf("rootfs %+v, want diff_ids %v", c.RootFS, want)
-	}
-	return image{desc.Annotations, *desc.Platform, c, m.Layers[0].MediaType, layerEntries(t, raw)}
-}
-
-func write(t *testing.T, imgs ...Image) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	if err := WriteAll(&buf, imgs); err != nil {
-		t.Fatalf("WriteAll: %v", err)
-	}
-	return buf.Bytes()
+	return b
 }
 
 func testImage() Image {
@@ -177,117 +110,99 @@ func testImage() Image {
 		Cmd:        []string{"-v"},
 		Env:        []string{"PATH=/bin"},
 		WorkingDir: "/tmp",
+		User:       "65532:65532",
+		Labels:     map[string]string{"org.opencontainers.image.title": "test"},
+		Created:    time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC),
 	}
 }
 
-func TestWrite(t *testing.T) {
-	for _, gz := range []bool{false, true} {
-		img := testImage()
-		img.Gzip = gz
-		var buf bytes.Buffer
-		if err := Write(&buf, img); err != nil {
-			t.Fatalf("Write: %v", err)
-		}
-		a := readArchive(t, buf.Bytes())
-		if len(a.index.Manifests) != 1 || a.index.SchemaVersion != 2 || a.index.MediaType != MediaTypeIndex {
-			t.Fatalf("index: %+v", a.index)
-		}
-		if a.names[0] != "oci-layout" || a.names[len(a.names)-1] != "index.json" || len(a.blobs) != 3 {
-			t.Errorf("archive entries %v", a.names)
-		}
-		got := a.readImage(t, 0)
-		wantAnn := map[string]string{AnnotationImageName: "docker.io/library/test:1.0", AnnotationRefName: "1.0"}
-		if d := cmp.Diff(wantAnn, got.annotations); d != "" {
-			t.Errorf("annotations (-want +got):\n%s", d)
-		}
-		if got.platform != (platform{Architecture: "amd64", OS: "linux"}) {
-			t.Errorf("platform %+v", got.platform)
-		}
-		wantCfg := execConfig{Env: img.Env, Entrypoint: img.Entrypoint, Cmd: img.Cmd, WorkingDir: "/tmp"}
-		if d := cmp.Diff(wantCfg, got.config.Config); d != "" || got.config.Architecture != "amd64" || got.config.OS != "linux" {
-			t.Errorf("config %+v (-want +got):\n%s", got.config, d)
-		}
-		wantType := map[bool]string{false: MediaTypeLayer, true: MediaTypeLayerGzip}[gz]
-		if got.layerType != wantType {
-			t.Errorf("layer media type %s, want %s", got.layerType, wantType)
-		}
-		want := []entry{
-			{"bin/", tar.TypeDir, 0o755, "", ""},
-			{"bin/alias", tar.TypeSymlink, 0o777, "tool", ""},
-			{"bin/tool", tar.TypeReg, 0o755, "", "#!/bin/sh\n"},
-			{"etc/", tar.TypeDir, 0o755, "", ""},
-			{"etc/deep/", tar.TypeDir, 0o755, "", ""},
-			{"etc/deep/conf", tar.TypeReg, 0o600, "", "x=1"},
-			{"tmp/", tar.TypeDir, 0o1777, "", ""},
-			{"usr/", tar.TypeDir, 0o755, "", ""},
-			{"usr/bin/", tar.TypeDir, 0o755, "", ""},
-			{"usr/bin/su", tar.TypeReg, 0o4755, "", ""},
-		}
-		if d := cmp.Diff(want, got.entries); d != "" {
-			t.Errorf("gzip=%v layer entries (-want +got):\n%s", gz, d)
-		}
-	}
-}
-
-func TestWriteDeterministic(t *testing.T) {
-	for _, gz := range []bool{false, true} {
-		img := testImage()
-		img.Gzip = gz
-		if a, b := write(t, img), write(t, img); !bytes.Equal(a, b) {
-			t.Errorf("gzip=%v: two writes of the same image differ", gz)
-		}
-	}
-	// Order of Files does not matter either.
+func TestBuild(t *testing.T) {
 	img := testImage()
+	got := inspect(t, mustBuild(t, img), img.Created)
+	if got.config.Architecture != "amd64" || got.config.OS != "linux" || !got.config.Created.Time.Equal(img.Created) {
+		t.Errorf("config platform %s/%s created %v", got.config.OS, got.config.Architecture, got.config.Created)
+	}
+	wantCfg := v1.Config{Env: img.Env, Entrypoint: img.Entrypoint, Cmd: img.Cmd, WorkingDir: "/tmp",
+		User: "65532:65532", Labels: img.Labels}
+	if d := cmp.Diff(wantCfg, got.config.Config); d != "" {
+		t.Errorf("config (-want +got):\n%s", d)
+	}
+	if len(got.config.History) != 1 || !got.config.History[0].Created.Time.Equal(img.Created) {
+		t.Errorf("history %+v, want one entry created %v", got.config.History, img.Created)
+	}
+	want := []entry{
+		{"bin/", tar.TypeDir, 0o755, "", ""},
+		{"bin/alias", tar.TypeSymlink, 0o777, "tool", ""},
+		{"bin/tool", tar.TypeReg, 0o755, "", "#!/bin/sh\n"},
+		{"etc/", tar.TypeDir, 0o755, "", ""},
+		{"etc/deep/", tar.TypeDir, 0o755, "", ""},
+		{"etc/deep/conf", tar.TypeReg, 0o600, "", "x=1"},
+		{"tmp/", tar.TypeDir, 0o1777, "", ""},
+		{"usr/", tar.TypeDir, 0o755, "", ""},
+		{"usr/bin/", tar.TypeDir, 0o755, "", ""},
+		{"usr/bin/su", tar.TypeReg, 0o4755, "", ""},
+	}
+	if d := cmp.Diff(want, got.entries); d != "" {
+		t.Errorf("layer entries (-want +got):\n%s", d)
+	}
+}
+
+func TestBuildZeroCreatedIsEpoch(t *testing.T) {
+	img := testImage()
+	img.Created = time.Time{}
+	got := inspect(t, mustBuild(t, img), epoch)
+	if !got.config.Created.Time.Equal(epoch) {
+		t.Errorf("created %v, want %v", got.config.Created, epoch)
+	}
+}
+
+func TestBuildDeterministic(t *testing.T) {
+	digest := func(img Image) v1.Hash {
+		d, err := mustBuild(t, img).Digest()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	base := digest(testImage())
+	if again := digest(testImage()); again != base {
+		t.Errorf("two builds of one image: %v and %v", base, again)
+	}
+	// Order of Files does not matter.
 	rev := testImage()
 	for i, j := 0, len(rev.Files)-1; i < j; i, j = i+1, j-1 {
 		rev.Files[i], rev.Files[j] = rev.Files[j], rev.Files[i]
 	}
-	if !bytes.Equal(write(t, img), write(t, rev)) {
-		t.Error("reordering files changed the archive")
+	if d := digest(rev); d != base {
+		t.Errorf("reordering files changed the digest: %v, want %v", d, base)
+	}
+	for what, change := range map[string]func(*Image){
+		"created":   func(i *Image) { i.Created = i.Created.Add(time.Second) },
+		"file data": func(i *Image) { i.Files[0].Data = []byte("#!/bin/sh -e\n") },
+		"label":     func(i *Image) { i.Labels = map[string]string{"org.opencontainers.image.title": "other"} },
+		"user":      func(i *Image) { i.User = "" },
+	} {
+		img := testImage()
+		change(&img)
+		if d := digest(img); d == base {
+			t.Errorf("changing the %s kept the digest %v", what, d)
+		}
 	}
 }
 
-func TestWriteAllSharesBlobs(t *testing.T) {
-	a1 := testImage()
-	a2 := testImage()
-	a2.Name = "snug.dev/other:latest"
-	b := testImage()
-	b.Name = "localhost:5000/x/y:v2"
-	b.Cmd = []string{"other"}
-	a := readArchive(t, write(t, a1, a2, b))
-	if len(a.index.Manifests) != 3 {
-		t.Fatalf("index has %d manifests", len(a.index.Manifests))
-	}
-	// One layer; two configs and manifests (a1 and a2 are the same image).
-	if len(a.blobs) != 5 {
-		t.Errorf("%d blobs, want 5", len(a.blobs))
-	}
-	var names []string
-	for i := range a.index.Manifests {
-		img := a.readImage(t, i)
-		names = append(names, img.annotations[AnnotationImageName]+" "+img.annotations[AnnotationRefName])
-	}
-	want := []string{"docker.io/library/test:1.0 1.0", "snug.dev/other:latest latest", "localhost:5000/x/y:v2 v2"}
-	if d := cmp.Diff(want, names); d != "" {
-		t.Errorf("names (-want +got):\n%s", d)
-	}
-}
-
-func TestWriteErrors(t *testing.T) {
+func TestBuildErrors(t *testing.T) {
 	tests := []struct {
 		name  string
 		img   Image
 		wantS string
 	}{
 		{"short name", Image{Name: "busybox:1.36"}, "not a full reference"},
-		{"no registry", Image{Name: "library/busybox:1.36"}, "not a registry"},
-		{"no tag", Image{Name: "docker.io/library/busybox"}, "no tag"},
-		{"port no tag", Image{Name: "localhost:5000/busybox"}, "no tag"},
-		{"digest", Image{Name: "docker.io/library/busybox@sha256:00"}, "digest"},
-		{"upper", Image{Name: "docker.io/library/BusyBox:1"}, "invalid repository"},
-		{"bad tag", Image{Name: "docker.io/library/busybox:-x"}, "invalid tag"},
-		{"empty tag", Image{Name: "docker.io/library/busybox:"}, "invalid tag"},
+		{"no registry", Image{Name: "library/busybox:1.36"}, "not a full reference"},
+		{"no tag", Image{Name: "docker.io/library/busybox"}, "not a full reference"},
+		{"port no tag", Image{Name: "localhost:5000/busybox"}, "not a full reference"},
+		{"digest", Image{Name: "docker.io/library/busybox@sha256:00"}, "not a full reference"},
+		{"upper", Image{Name: "docker.io/library/BusyBox:1"}, "not a full reference"},
+		{"bad tag", Image{Name: "docker.io/library/busybox:-x"}, "not a full reference"},
 		{"relative", Image{Name: "a.io/b:c", Files: []File{{Path: "bin/x"}}}, "must be absolute"},
 		{"dotdot", Image{Name: "a.io/b:c", Files: []File{{Path: "/bin/../x"}}}, "must be absolute"},
 		{"root", Image{Name: "a.io/b:c", Files: []File{{Path: "/"}}}, "not the root"},
@@ -299,23 +214,120 @@ func TestWriteErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := Write(io.Discard, tt.img)
+			_, err := Build(tt.img)
 			if err == nil || !strings.Contains(err.Error(), tt.wantS) {
-				t.Errorf("Write() error = %v, want one containing %q", err, tt.wantS)
+				t.Errorf("Build() error = %v, want one containing %q", err, tt.wantS)
 			}
 		})
 	}
-	if err := WriteAll(io.Discard, nil); err == nil {
-		t.Error("WriteAll(nil) succeeded")
+}
+
+// archiveManifest is one entry of a docker-save manifest.json.
+type archiveManifest struct {
+	Config   string
+	RepoTags []string
+	Layers   []string
+}
+
+// readArchive returns an archive's manifest.json and the names of its
+// entries.
+func readArchive(t *testing.T, data []byte) ([]archiveManifest, []string) {
+	t.Helper()
+	var names []string
+	var mf []archiveManifest
+	tr := tar.NewReader(bytes.NewReader(data))
+	for {
+		hdr, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("reading archive: %v", err)
+		}
+		names = append(names, hdr.Name)
+		if hdr.Name == "manifest.json" {
+			if err := json.NewDecoder(tr).Decode(&mf); err != nil {
+				t.Fatalf("manifest.json: %v", err)
+			}
+		}
+	}
+	return mf, names
+}
+
+func writeArchive(t *testing.T, imgs ...Image) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := WriteArchive(&buf, imgs); err != nil {
+		t.Fatalf("WriteArchive: %v", err)
+	}
+	return buf.Bytes()
+}
+
+func TestWriteArchive(t *testing.T) {
+	a1 := testImage()
+	a2 := testImage()
+	a2.Name = "snug.dev/other:latest"
+	b := testImage()
+	b.Name = "localhost:5000/x/y:v2"
+	b.Cmd = []string{"other"}
+	data := writeArchive(t, a1, a2, b)
+	mf, names := readArchive(t, data)
+	var tags []string
+	layers, configs := map[string]bool{}, map[string]bool{}
+	for _, m := range mf {
+		tags = append(tags, m.RepoTags...)
+		configs[m.Config] = true
+		for _, l := range m.Layers {
+			layers[l] = true
+		}
+	}
+	// Three names, two images (a1 and a2 are one), one layer.
+	want := []string{"docker.io/library/test:1.0", "localhost:5000/x/y:v2", "snug.dev/other:latest"}
+	if d := cmp.Diff(want, tags, cmpopts.SortSlices(func(a, b string) bool { return a < b })); d != "" {
+		t.Errorf("names (-want +got):\n%s", d)
+	}
+	if len(configs) != 2 || len(layers) != 1 {
+		t.Errorf("%d configs and %d layers, want 2 and 1; entries %v", len(configs), len(layers), names)
+	}
+	// Each name reads back as the image Build makes.
+	for _, img := range []Image{a1, a2, b} {
+		tag, err := name.NewTag(img.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := tarball.Image(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil }, &tag)
+		if err != nil {
+			t.Fatalf("reading %s back: %v", img.Name, err)
+		}
+		gotCfg, err := got.ConfigName()
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantCfg, err := mustBuild(t, img).ConfigName()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if gotCfg != wantCfg {
+			t.Errorf("%s: config %v, want %v", img.Name, gotCfg, wantCfg)
+		}
+	}
+	if !bytes.Equal(data, writeArchive(t, a1, a2, b)) {
+		t.Error("two archives of the same images differ")
+	}
+}
+
+func TestWriteArchiveErrors(t *testing.T) {
+	if err := WriteArchive(io.Discard, nil); err == nil {
+		t.Error("WriteArchive(nil) succeeded")
+	}
+	if err := WriteArchive(io.Discard, []Image{testImage(), testImage()}); err == nil || !strings.Contains(err.Error(), "named twice") {
+		t.Errorf("WriteArchive(same name twice) = %v, want named twice", err)
+	}
+	if err := WriteArchive(failWriter{}, []Image{testImage()}); err == nil || !strings.Contains(err.Error(), "disk full") {
+		t.Errorf("WriteArchive() error = %v, want disk full", err)
 	}
 }
 
 type failWriter struct{}
 
 func (failWriter) Write([]byte) (int, error) { return 0, errors.New("disk full") }
-
-func TestWritePropagatesWriterError(t *testing.T) {
-	if err := Write(failWriter{}, testImage()); err == nil || !strings.Contains(err.Error(), "disk full") {
-		t.Errorf("Write() error = %v, want disk full", err)
-	}
-}

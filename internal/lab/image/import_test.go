@@ -49,7 +49,7 @@ func TestImportContainerd(t *testing.T) {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
-	if err := WriteAll(&buf, imgs); err != nil {
+	if err := WriteArchive(&buf, imgs); err != nil {
 		t.Fatal(err)
 	}
 	archive := filepath.Join(dir, "lab.tar")

@@ -8,12 +8,16 @@ import (
 	"path"
 	"sort"
 	"strings"
+	"time"
 )
 
 // layerTar returns files as an uncompressed layer tar: relative paths,
 // directories with a trailing slash, every missing parent directory added,
-// parents before children, owned by root, with fixed times.
-func layerTar(files []File) ([]byte, error) {
+// parents before children, owned by root, every entry modified at mtime.
+// go-containerregistry has no builder for a layer from a file list that
+// keeps modes and symlinks (crane.Layer writes 0644 files only), hence
+// this one.
+func layerTar(files []File, mtime time.Time) ([]byte, error) {
 	byPath := map[string]File{}
 	explicit := map[string]bool{}
 	for _, f := range files {
@@ -50,7 +54,7 @@ func layerTar(files []File) ([]byte, error) {
 	tw := tar.NewWriter(&buf)
 	for _, p := range paths {
 		f := byPath[p]
-		hdr := &tar.Header{Name: p, Mode: tarMode(f.Mode), ModTime: epoch}
+		hdr := &tar.Header{Name: p, Mode: tarMode(f.Mode), ModTime: mtime}
 		switch {
 		case f.Link != "":
 			if len(f.Data) > 0 || f.Mode.IsDir() {

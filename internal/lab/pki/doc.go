@@ -1,7 +1,7 @@
 // Package pki makes the certificates, keys and kubeconfigs of snug's lab
 // cluster: one CA, the kube-apiserver and kubelet serving certificates, the
 // client certificates of the admin, the controller manager, the scheduler, the
-// kubelet, the apiserver's kubelet client and its front proxy (the aggregation
+// kubelet, kube-proxy, the apiserver's kubelet client and its front proxy (the aggregation
 // layer's client), the service-account key pair and one kubeconfig per client
 // with everything embedded. Keys are ECDSA P-256,
 // except the RSA 2048 service-account key, all as PKCS#8 PEM.

@@ -39,6 +39,10 @@ type Set struct {
 	// The kubeconfigs embed the CA and their user's certificate and key.
 	AdminKubeconfig, ControllerManagerKubeconfig string
 	SchedulerKubeconfig, KubeletKubeconfig       string
+	// KubeProxyKubeconfig is system:kube-proxy's, whom the default
+	// ClusterRoleBinding system:node-proxier lets watch Services and
+	// EndpointSlices.
+	KubeProxyKubeconfig string
 
 	// Generated reports that Ensure wrote a new set rather than reusing one;
 	// Reason then says why (no set yet, a missing file, a SAN not covered...).
@@ -86,6 +90,7 @@ func newSet(dir string) *Set {
 		ControllerManagerKubeconfig: p("controller-manager.kubeconfig"),
 		SchedulerKubeconfig:         p("scheduler.kubeconfig"),
 		KubeletKubeconfig:           p("kubelet.kubeconfig"),
+		KubeProxyKubeconfig:         p("kube-proxy.kubeconfig"),
 	}
 }
 
@@ -125,6 +130,8 @@ func leaves(s *Set, o Options) []leaf {
 			usage: x509.ExtKeyUsageClientAuth, kubeconfig: s.SchedulerKubeconfig},
 		{name: node, cn: node, orgs: []string{"system:nodes"},
 			usage: x509.ExtKeyUsageClientAuth, kubeconfig: s.KubeletKubeconfig},
+		{name: "kube-proxy", cn: "system:kube-proxy",
+			usage: x509.ExtKeyUsageClientAuth, kubeconfig: s.KubeProxyKubeconfig},
 	}
 }
 

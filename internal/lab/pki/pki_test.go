@@ -190,6 +190,7 @@ func TestEnsureCertificates(t *testing.T) {
 		{"controller manager", embedded(s.ControllerManagerKubeconfig), client, certSummary{CN: "system:kube-controller-manager"}},
 		{"scheduler", embedded(s.SchedulerKubeconfig), client, certSummary{CN: "system:kube-scheduler"}},
 		{"kubelet client", embedded(s.KubeletKubeconfig), client, certSummary{CN: "system:node:snug-lab", O: "system:nodes"}},
+		{"kube-proxy", embedded(s.KubeProxyKubeconfig), client, certSummary{CN: "system:kube-proxy"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -243,6 +244,7 @@ func TestEnsureFiles(t *testing.T) {
 		"sa.key": 0o600, "sa.pub": 0o644,
 		"admin.kubeconfig": 0o600, "controller-manager.kubeconfig": 0o600,
 		"scheduler.kubeconfig": 0o600, "kubelet.kubeconfig": 0o600,
+		"kube-proxy.kubeconfig": 0o600,
 	}
 	if diff := cmp.Diff(wantModes, modes); diff != "" {
 		t.Errorf("files and modes (-want +got):\n%s", diff)
@@ -269,7 +271,7 @@ func TestEnsureFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, path := range []string{s.AdminKubeconfig, s.ControllerManagerKubeconfig, s.SchedulerKubeconfig, s.KubeletKubeconfig} {
+	for _, path := range []string{s.AdminKubeconfig, s.ControllerManagerKubeconfig, s.SchedulerKubeconfig, s.KubeletKubeconfig, s.KubeProxyKubeconfig} {
 		cfg, err := clientcmd.LoadFromFile(path)
 		if err != nil {
 			t.Fatalf("loading %s: %v", path, err)
@@ -470,6 +472,7 @@ func TestKubeconfigsAuthenticate(t *testing.T) {
 		s.ControllerManagerKubeconfig: "CN=system:kube-controller-manager",
 		s.SchedulerKubeconfig:         "CN=system:kube-scheduler",
 		s.KubeletKubeconfig:           "CN=system:node:snug-lab,O=system:nodes",
+		s.KubeProxyKubeconfig:         "CN=system:kube-proxy",
 	} {
 		cfg, err := clientcmd.BuildConfigFromFlags("", path)
 		if err != nil {
