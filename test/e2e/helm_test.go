@@ -49,14 +49,15 @@ func TestHelm(t *testing.T) {
 	// The chart owns the CRD; one that another test installed, or a
 	// previous TestRBAC's namespace still terminating, would make the
 	// install fail for reasons of its own.
-	waitNotFound(t, "CRD "+crdName+" of another test", func(ctx context.Context) error {
+	if !waitNotFound(t, t.Context(), "CRD "+crdName+" of another test", func(ctx context.Context) error {
 		_, err := ext.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, crdName, metav1.GetOptions{})
 		return err
-	})
-	waitNotFound(t, "namespace "+ns, func(ctx context.Context) error {
+	}) || !waitNotFound(t, t.Context(), "namespace "+ns, func(ctx context.Context) error {
 		_, err := client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 		return err
-	})
+	}) {
+		t.FailNow()
+	}
 
 	run := func(args ...string) {
 		t.Helper()
@@ -80,7 +81,7 @@ func TestHelm(t *testing.T) {
 		if err := client.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			t.Errorf("deleting namespace %s: %v", ns, err)
 		}
-		waitNotFound(t, "namespace "+ns, func(ctx context.Context) error {
+		waitNotFound(t, ctx, "namespace "+ns, func(ctx context.Context) error {
 			_, err := client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 			return err
 		})
@@ -118,13 +119,24 @@ func TestHelm(t *testing.T) {
 	if c.DeletionTimestamp != nil || c.Annotations["helm.sh/resource-policy"] != "keep" {
 		t.Errorf("CRD after uninstall: deleting %v, annotations %v", c.DeletionTimestamp, c.Annotations)
 	}
+	// The controllers' Lease is theirs, not the chart's: it stays in the
+	// namespace (released, no holder) until the namespace goes.
+	if l, err := client.CoordinationV1().Leases(ns).Get(t.Context(), "snug-controller", metav1.GetOptions{}); err == nil {
+		holder := "none"
+		if l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "" {
+			holder = *l.Spec.HolderIdentity
+		}
+		t.Logf("Lease %s/%s stays, holder %s (the controller made it; deleting the namespace removes it)", ns, l.Name, holder)
+	}
 	t.Logf("uninstalled in %.1fs; the CRD stays (crds.keep)", time.Since(start).Seconds())
 }
 
-// waitNotFound waits until get reports NotFound.
-func waitNotFound(t *testing.T, what string, get func(context.Context) error) {
+// waitNotFound waits until get reports NotFound, and reports whether it
+// did (failing t if not).
+// In a cleanup, parent is context.Background(): t.Context() has ended.
+func waitNotFound(t *testing.T, parent context.Context, what string, get func(context.Context) error) bool {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(parent, 2*time.Minute)
 	defer cancel()
 	err := pollUntil(ctx, 500*time.Millisecond, func() (bool, error) {
 		err := get(ctx)
@@ -134,8 +146,10 @@ func waitNotFound(t *testing.T, what string, get func(context.Context) error) {
 		return false, nil
 	})
 	if err != nil {
-		t.Fatalf("waiting until %s is gone: %v", what, err)
+		t.Errorf("waiting until %s is gone: %v", what, err)
+		return false
 	}
+	return true
 }
 
 // waitRolledOut waits until the agent DaemonSet and the controller
