@@ -3,7 +3,6 @@ package chart
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"errors"
 	"io"
 	"os"
@@ -551,7 +550,7 @@ func TestBadValues(t *testing.T) {
 		for _, s := range c.set {
 			flags = append(flags, "--set", s)
 		}
-		out, err := helm.Template(context.Background(), helmPath(t), ".", flags...)
+		out, err := helm.Template(t.Context(), helmPath(t), ".", flags...)
 		if err == nil || !strings.Contains(err.Error(), c.want) || len(out) != 0 {
 			t.Errorf("--set %v: error %v, output %d bytes; want an error about %q", c.set, err, len(out), c.want)
 		}
