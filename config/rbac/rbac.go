@@ -23,13 +23,20 @@ const (
 	// ControllerServiceAccount is the controller's ServiceAccount in
 	// Namespace.
 	ControllerServiceAccount = "snug-controller"
+	// MetricsReaderClusterRole may get the agent's /metrics and /snug/v1/*
+	// and the controller's /metrics (metrics_reader.yaml); bind readers
+	// to it.
+	MetricsReaderClusterRole = "snug-metrics-reader"
 )
 
-//go:embed namespace.yaml agent.yaml controller.yaml auth.yaml controller_install_crds.yaml
+//go:embed namespace.yaml agent.yaml controller.yaml metrics_reader.yaml controller_install_crds.yaml
 var files embed.FS
 
 // Files are the embedded manifests of Default, in the order to apply them.
-var Files = []string{"namespace.yaml", "agent.yaml", "controller.yaml", "auth.yaml"}
+var Files = []string{"namespace.yaml", "agent.yaml", "controller.yaml", MetricsReaderFile}
+
+// MetricsReaderFile holds the ClusterRole MetricsReaderClusterRole.
+const MetricsReaderFile = "metrics_reader.yaml"
 
 // InstallCRDsFile is the optional manifest of `snug-controller
 // --install-crds`.

@@ -66,6 +66,9 @@ var needs = map[string]map[perm]use{
 		{"", "configmaps", "get", ""}:                         {file: "internal/agent/checkpoint.go", snippet: "cs.ConfigMaps(ns).Get(ctx, name, ", pending: "the agent seeding new containers from checkpoints"},
 		{"autoscaling.snug.dev", "snugpolicies", "list", ""}:  {file: "internal/agent/policy.go", snippet: `pc.SnugPolicies("").List(`},
 		{"autoscaling.snug.dev", "snugpolicies", "watch", ""}: {file: "internal/agent/policy.go", snippet: `pc.SnugPolicies("").Watch(`},
+		// --auth: TokenReview and SubjectAccessReview of each request.
+		{"authentication.k8s.io", "tokenreviews", "create", ""}:        {file: "internal/httpauth/review.go", snippet: `"/apis/authentication.k8s.io/v1/tokenreviews"`, pending: "authenticated endpoints"},
+		{"authorization.k8s.io", "subjectaccessreviews", "create", ""}: {file: "internal/httpauth/review.go", snippet: `"/apis/authorization.k8s.io/v1/subjectaccessreviews"`, pending: "authenticated endpoints"},
 	},
 	"ClusterRole/snug-controller": {
 		{"autoscaling.snug.dev", "snugpolicies", "list", ""}:          {file: "internal/controller/controller.go", snippet: `pc.SnugPolicies("").List(`},
@@ -94,6 +97,9 @@ var needs = map[string]map[perm]use{
 		{"batch", "cronjobs", "watch", ""}:                            {file: "internal/controller/controller.go", snippet: "batch.CronJobs().Informer()"},
 		{"autoscaling", "horizontalpodautoscalers", "list", ""}:       {file: "internal/controller/controller.go", snippet: "c.factory.Autoscaling().V2().HorizontalPodAutoscalers()"},
 		{"autoscaling", "horizontalpodautoscalers", "watch", ""}:      {file: "internal/controller/controller.go", snippet: "c.factory.Autoscaling().V2().HorizontalPodAutoscalers()"},
+		// --auth, as the agent's.
+		{"authentication.k8s.io", "tokenreviews", "create", ""}:        {file: "internal/httpauth/review.go", snippet: `"/apis/authentication.k8s.io/v1/tokenreviews"`, pending: "authenticated endpoints"},
+		{"authorization.k8s.io", "subjectaccessreviews", "create", ""}: {file: "internal/httpauth/review.go", snippet: `"/apis/authorization.k8s.io/v1/subjectaccessreviews"`, pending: "authenticated endpoints"},
 	},
 	// client-go's LeaseLock: Get, then Create or Update.
 	"Role/snug-system/snug-controller-leader-election": {
@@ -110,19 +116,13 @@ var needs = map[string]map[perm]use{
 		{"apiextensions.k8s.io", "customresourcedefinitions", "create", "snugpolicies.autoscaling.snug.dev"}: {file: "internal/install/install.go", snippet: "c.CustomResourceDefinitions().Patch(ctx, crd.Name, types.ApplyPatchType, "},
 	},
 	// What the SubjectAccessReview of a request to the agent's or the
-	// controller's endpoints asks for: get on the path.
+	// controller's endpoints asks for: get on the path. Bound to nothing.
 	"ClusterRole/snug-metrics-reader": {
 		{"", "/metrics", "get", ""}:  {file: "internal/httpauth/review.go", snippet: "NonResourceAttributes: &authorizationv1.NonResourceAttributes{Path: path, Verb: verb}", pending: "authenticated endpoints"},
-		{"", "/api/v1/*", "get", ""}: {file: "internal/httpauth/review.go", snippet: "NonResourceAttributes: &authorizationv1.NonResourceAttributes{Path: path, Verb: verb}", pending: "authenticated endpoints"},
+		{"", "/snug/v1/*", "get", ""}: {file: "internal/httpauth/review.go", snippet: "NonResourceAttributes: &authorizationv1.NonResourceAttributes{Path: path, Verb: verb}", pending: "authenticated endpoints"},
 	},
 }
 
-// delegated are the ClusterRoles of Kubernetes itself that snug binds its
-// ServiceAccounts to, and where the code needs them: system:auth-delegator
-// grants create on tokenreviews and subjectaccessreviews.
-var delegated = map[string]use{
-	"system:auth-delegator": {file: "internal/httpauth/review.go", snippet: `"/apis/authentication.k8s.io/v1/tokenreviews"`, pending: "authenticated endpoints"},
-}
 
 // all decodes every embedded manifest.
 func all(t *testing.T) *Objects {
@@ -212,9 +212,6 @@ func TestRulesAreWhatTheCodeUses(t *testing.T) {
 			}
 			checkUse(t, role+": "+p.String(), u)
 		}
-	}
-	for role, u := range delegated {
-		checkUse(t, "ClusterRole/"+role, u)
 	}
 }
 
@@ -310,25 +307,11 @@ func TestObjectsFitTogether(t *testing.T) {
 			}
 		}
 	}
-	delegations := 0
 	for _, b := range o.ClusterRoleBindings {
-		if _, ok := delegated[b.RoleRef.Name]; ok && b.RoleRef.Kind == "ClusterRole" {
-			// One binding per ServiceAccount, named after it.
-			if len(b.Subjects) != 1 || b.Name != b.Subjects[0].Name+"-auth-delegator" {
-				t.Errorf("ClusterRoleBinding %s of %s: want one subject, the ServiceAccount %s names", b.Name, b.RoleRef.Name, strings.TrimSuffix(b.Name, "-auth-delegator"))
-			}
-			delegations++
-			checkSubjects("ClusterRoleBinding/"+b.Name, b.Subjects)
-			continue
-		}
 		if b.RoleRef.Kind != "ClusterRole" || have["ClusterRole/"+b.RoleRef.Name] == nil || b.RoleRef.Name != b.Name {
 			t.Errorf("ClusterRoleBinding %s: roleRef %v, want the ClusterRole of its name", b.Name, b.RoleRef)
 		}
 		checkSubjects("ClusterRoleBinding/"+b.Name, b.Subjects)
-	}
-	// Both components authenticate their endpoints' requests.
-	if delegations != 2 {
-		t.Errorf("%d auth-delegator bindings, want one per ServiceAccount (%s, %s)", delegations, AgentServiceAccount, ControllerServiceAccount)
 	}
 	for _, b := range o.RoleBindings {
 		if b.Namespace != Namespace || b.RoleRef.Kind != "Role" || have["Role/"+b.Namespace+"/"+b.RoleRef.Name] == nil {
@@ -343,7 +326,7 @@ func TestObjectsFitTogether(t *testing.T) {
 	}
 	// Every role of snug's own is bound but the metrics reader, which the
 	// installer binds to its readers (charts/snug: monitoring.readerSubjects).
-	if n := len(o.ClusterRoleBindings) + len(o.RoleBindings) - delegations; n != len(have)-1 {
+	if n := len(o.ClusterRoleBindings) + len(o.RoleBindings); n != len(have)-1 {
 		t.Errorf("%d bindings for %d roles, want one each but the metrics reader", n, len(have))
 	}
 }

@@ -98,3 +98,30 @@ overrides: (dict "image" .Values.agent.image "context" $).
 {{- tpl (.value | toYaml) .context }}
 {{- end }}
 {{- end }}
+
+{{/* The agent's port name: its one port serves HTTPS with tls.enabled. */}}
+{{- define "snug.agent.portName" -}}
+{{- ternary "https" "http" .Values.tls.enabled }}
+{{- end }}
+
+{{/* The --tls flags of both components, one per line. */}}
+{{- define "snug.tlsArgs" -}}
+{{- if .Values.tls.enabled }}
+- --tls
+{{- with .Values.tls.secretName }}
+- --tls-cert-file=/etc/snug/tls/tls.crt
+- --tls-private-key-file=/etc/snug/tls/tls.key
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* What a scrape of an HTTPS endpoint needs by default. */}}
+{{- define "snug.scrapeTLS" -}}
+{{- if .Values.tls.enabled }}
+scheme: https
+{{- if not .Values.tls.secretName }}
+tlsConfig:
+  insecureSkipVerify: true
+{{- end }}
+{{- end }}
+{{- end }}

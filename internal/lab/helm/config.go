@@ -29,7 +29,7 @@ var configFiles = map[string]string{
 	"crds.yaml":                  "",
 	"agent-rbac.yaml":            "rbac/agent.yaml",
 	"controller-rbac.yaml":       "rbac/controller.yaml",
-	"auth-rbac.yaml":             "rbac/auth.yaml",
+	"metrics-reader-rbac.yaml":   "rbac/metrics_reader.yaml",
 	"agent-daemonset.yaml":       "deploy/agent.yaml",
 	"controller-deployment.yaml": "deploy/controller.yaml",
 	"controller-pdb.yaml":        "deploy/controller-pdb.yaml",
