@@ -118,11 +118,10 @@ var needs = map[string]map[perm]use{
 	// What the SubjectAccessReview of a request to the agent's or the
 	// controller's endpoints asks for: get on the path. Bound to nothing.
 	"ClusterRole/snug-metrics-reader": {
-		{"", "/metrics", "get", ""}:  {file: "internal/httpauth/review.go", snippet: "NonResourceAttributes: &authorizationv1.NonResourceAttributes{Path: path, Verb: verb}", pending: "authenticated endpoints"},
+		{"", "/metrics", "get", ""}:   {file: "internal/httpauth/review.go", snippet: "NonResourceAttributes: &authorizationv1.NonResourceAttributes{Path: path, Verb: verb}", pending: "authenticated endpoints"},
 		{"", "/snug/v1/*", "get", ""}: {file: "internal/httpauth/review.go", snippet: "NonResourceAttributes: &authorizationv1.NonResourceAttributes{Path: path, Verb: verb}", pending: "authenticated endpoints"},
 	},
 }
-
 
 // all decodes every embedded manifest.
 func all(t *testing.T) *Objects {
