@@ -13,7 +13,7 @@ VERSION_LDFLAGS := -X github.com/snug-dev/snug/internal/version.Version=$(VERSIO
 # make images REGISTRY=10.213.0.2:5000 also pushes (the lab's registry).
 REGISTRY ?=
 
-.PHONY: all build deps test unit e2e demo lab-up lab-down lab-status fmt vet clean generate images
+.PHONY: all build deps test unit e2e demo lab-up lab-down lab-status fmt vet clean generate images helm
 
 all: build
 
@@ -34,8 +34,17 @@ build: deps
 # Deep copies and the CRD from api/v1alpha1's markers. controller-gen runs from
 # the module proxy and stays out of go.mod; commit what it writes.
 CONTROLLER_GEN ?= $(GO) run sigs.k8s.io/controller-tools/cmd/controller-gen@v0.23.0
+# Then the chart gets a copy of the CRD, and config/rbac and config/deploy
+# are charts/snug rendered with its default values (internal/lab/helm).
 generate:
 	$(CONTROLLER_GEN) object crd:crdVersions=v1 paths=./api/v1alpha1 output:crd:artifacts:config=config/crd
+	cp config/crd/*.yaml charts/snug/files/crds/
+	$(GO) run ./internal/lab/helm/genconfig
+
+# The helm CLI that the chart tests, the lab and the demo run: helm.sh/helm/v3
+# built once from the module proxy into $(HOME)/.cache/snug/helm.
+helm: build
+	$(BIN)/snug-lab helm version --short
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')
@@ -47,7 +56,7 @@ vet:
 # The whole suite: unit tests, then the e2e tests on a real lab per version.
 test: build vet unit e2e
 
-unit:
+unit: helm
 	$(GO) test -race -shuffle=on ./...
 
 e2e: build

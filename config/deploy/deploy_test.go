@@ -153,7 +153,6 @@ func TestKustomization(t *testing.T) {
 	var k struct {
 		APIVersion, Kind string
 		Resources        []string
-		Images           []struct{ Name, NewName, NewTag string }
 	}
 	if err := yaml.UnmarshalStrict(data, &k); err != nil {
 		t.Fatal(err)
@@ -180,7 +179,33 @@ func TestKustomization(t *testing.T) {
 			t.Errorf("kustomization lacks rbac/%s", f)
 		}
 	}
-	if len(k.Images) != 1 || k.Images[0].Name != "snug" {
-		t.Errorf("images %v, want the one placeholder snug", k.Images)
+}
+
+// TestImages: the workloads name the released images of the chart's
+// appVersion, which a user replaces with kustomize edit set image.
+func TestImages(t *testing.T) {
+	data, err := os.ReadFile("../../charts/snug/Chart.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var chart struct{ AppVersion string }
+	if err := yaml.Unmarshal(data, &chart); err != nil || chart.AppVersion == "" {
+		t.Fatalf("charts/snug/Chart.yaml: appVersion %q: %v", chart.AppVersion, err)
+	}
+	ds, err := Agent()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := Controller()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for got, want := range map[string]string{
+		ds.Spec.Template.Spec.Containers[0].Image: "ghcr.io/snug-dev/snug-agent:" + chart.AppVersion,
+		d.Spec.Template.Spec.Containers[0].Image:  "ghcr.io/snug-dev/snug-controller:" + chart.AppVersion,
+	} {
+		if got != want {
+			t.Errorf("image %q, want %q", got, want)
+		}
 	}
 }

@@ -31,7 +31,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.AddCommand(newLabCommands(stdout, stderr)...)
-	root.AddCommand(newDemoCommand(stdout, stderr), newBenchCommand(stdout, stderr))
+	root.AddCommand(newDemoCommand(stdout, stderr), newBenchCommand(stdout, stderr), newHelmCommand(stdout, stderr))
 	root.AddCommand(newImagesCommand(stdout))
 	return root
 }

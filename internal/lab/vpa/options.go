@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/snug-dev/snug/internal/lab"
+	"github.com/snug-dev/snug/internal/lab/upstream"
 )
 
 const (
@@ -94,14 +95,14 @@ func (o *Options) Validate() error {
 	return errors.Join(errs...)
 }
 
-func (o *Options) vpa() upstream           { return vpaModule(o.VPAVersion) }
-func (o *Options) metricsServer() upstream { return metricsServerModule(o.MetricsServerVersion) }
+func (o *Options) vpa() upstream.Module           { return vpaModule(o.VPAVersion) }
+func (o *Options) metricsServer() upstream.Module { return metricsServerModule(o.MetricsServerVersion) }
 
 // VPABinDir and MetricsServerBinDir are where the built binaries are cached.
-func (o *Options) VPABinDir() string { return o.vpa().binDir(o.Lab.CacheDir) }
+func (o *Options) VPABinDir() string { return o.vpa().BinDir(o.Lab.CacheDir) }
 
 // MetricsServerBinDir is where the metrics-server binary is cached.
-func (o *Options) MetricsServerBinDir() string { return o.metricsServer().binDir(o.Lab.CacheDir) }
+func (o *Options) MetricsServerBinDir() string { return o.metricsServer().BinDir(o.Lab.CacheDir) }
 
 // dir is this add-on's directory inside the lab directory.
 func (o *Options) dir(elem ...string) string {
@@ -111,8 +112,8 @@ func (o *Options) dir(elem ...string) string {
 // EnsureBinaries builds VPA and metrics-server unless complete builds are
 // cached.
 func EnsureBinaries(ctx context.Context, o *Options, log io.Writer) error {
-	if err := o.vpa().ensure(ctx, o.Lab.CacheDir, log); err != nil {
+	if err := o.vpa().Ensure(ctx, o.Lab.CacheDir, log); err != nil {
 		return err
 	}
-	return o.metricsServer().ensure(ctx, o.Lab.CacheDir, log)
+	return o.metricsServer().Ensure(ctx, o.Lab.CacheDir, log)
 }

@@ -85,7 +85,7 @@ func Up(ctx context.Context, o *Options, log io.Writer) (err error) {
 	}()
 
 	fmt.Fprintf(log, "installing VPA v%s CRDs\n", o.VPAVersion)
-	crds, err := applyCRDs(ctx, dyn, o.vpa().manifest(o.Lab.CacheDir, crdManifest))
+	crds, err := applyCRDs(ctx, dyn, o.vpa().File(o.Lab.CacheDir, crdManifest))
 	if err != nil {
 		return err
 	}
