@@ -293,7 +293,7 @@ func TestDefaults(t *testing.T) {
 
 	ds := one[*appsv1.DaemonSet](t, r)
 	spec := ds.Spec.Template.Spec
-	checkHardened(t, "agent", spec, "http")
+	checkHardened(t, "agent", spec, "https")
 	c := spec.Containers[0]
 	parseArgs(t, c, snugagent.NewOptions().AddFlags)
 	if c.Image != "ghcr.io/snug-dev/snug-agent:"+version {
@@ -413,9 +413,10 @@ func TestDefaults(t *testing.T) {
 	if reader == nil || len(reader.Rules) != 1 || !slices.Equal(reader.Rules[0].NonResourceURLs, []string{"/metrics", "/snug/v1/*"}) || !slices.Equal(reader.Rules[0].Verbs, []string{"get"}) {
 		t.Errorf("metrics reader %+v, want get on /metrics and /snug/v1/*", reader)
 	}
-	// Plain HTTP unless tls.enabled (TestTLS).
-	if hasArg(ds.Spec.Template.Spec.Containers[0], "--tls") || hasArg(c, "--tls") {
-		t.Error("--tls by default")
+	// HTTPS by default (tls.enabled; TestTLS has the details): bearer
+	// tokens never cross the network in clear.
+	if !hasArg(ds.Spec.Template.Spec.Containers[0], "--tls") || !hasArg(c, "--tls") {
+		t.Error("no --tls by default")
 	}
 }
 
@@ -568,6 +569,13 @@ func TestToggles(t *testing.T) {
 	}
 	if kinds(r)["ServiceAccount"] != 2 {
 		t.Errorf("rbac.create=false: %d ServiceAccounts, want still 2", kinds(r)["ServiceAccount"])
+	}
+
+	// The agent alone: nothing of the controller, its RBAC included.
+	r = render(t, "--set", "controller.enabled=false")
+	want := map[string]int{"CustomResourceDefinition": 1, "ServiceAccount": 1, "ClusterRole": 2, "ClusterRoleBinding": 1, "DaemonSet": 1, "Service": 1}
+	if diff := cmp.Diff(want, kinds(r)); diff != "" {
+		t.Errorf("controller.enabled=false: kinds (-want +got):\n%s", diff)
 	}
 
 	r = render(t, "--set", "crds.enabled=false")
