@@ -57,7 +57,7 @@ type InstallOptions struct {
 const (
 	componentLabel   = "app.kubernetes.io/component"
 	agentPort        = 9464
-	controllerPort   = 8080
+	controllerPort   = 9465
 	leaseName        = "snug-controller"
 	defaultRelease   = "snug"
 	defaultInstallNS = "snug-system"

@@ -17,15 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/snug-dev/snug/internal/experiment"
-)
-
-// What TestMain set up for installing snug as users do: the helm binary,
-// the chart of this tree, and the images of this build in the lab's
-// registry.
-var (
-	helmBin, chartDir string
-	imageRegistry     string
-	imageTag          string
+	"github.com/snug-dev/snug/internal/lab/helm"
 )
 
 // snugInstall says how a test installs snug's chart.
@@ -60,14 +52,22 @@ type agentProc struct {
 // end uninstalls it and logs the pods' logs when the test failed.
 func installSnug(t *testing.T, o snugInstall) *agentProc {
 	t.Helper()
-	if helmBin == "" {
-		t.Fatal("no helm binary: TestMain did not prepare the in-cluster install")
+	helmBin, err := helm.Built(labOpts.CacheDir, helm.DefaultVersion)
+	if err != nil {
+		t.Fatal(err)
 	}
+	chartDir, err := filepath.Abs("../../charts/snug")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// This build's images, pushed to the lab's registry once per run.
+	agentImage := pushedImages(t)["snug-agent"]
+	_, tag, _ := strings.Cut(strings.TrimPrefix(agentImage.Ref, labOpts.Registry()), ":")
 	logDir := t.TempDir()
 	start := time.Now()
 	s, err := experiment.InstallSnug(t.Context(), client, experiment.InstallOptions{
 		Helm: helmBin, Chart: chartDir, Kubeconfig: labOpts.Kubeconfig(),
-		Registry: imageRegistry, Tag: imageTag, Node: labOpts.NodeName,
+		Registry: labOpts.Registry(), Tag: tag, Node: labOpts.NodeName,
 		AgentArgs: append([]string{"-v=1"}, o.agentArgs...), NoController: o.noController,
 		Set:    append([]string{"crds.enabled=false"}, o.set...),
 		LogDir: logDir,
