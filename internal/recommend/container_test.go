@@ -247,8 +247,8 @@ func TestRecommendation(t *testing.T) {
 	}
 	for i := range 7200 {
 		load := 300.0
-		if i%10 == 0 {
-			load = 500 // a tenth of the seconds are busier
+		if (i/15)%10 == 0 {
+			load = 500 // a tenth of the time is busier, in stretches of 15s (CPURequestResolution)
 		}
 		c.Observe(t0.Add(time.Duration(i)*time.Second), sig{cpuMillis: load, cpuLimit: 1000, wsBytes: 100 << 20, memLimit: 256 << 20}.at(i), cur)
 	}
@@ -264,5 +264,54 @@ func TestRecommendation(t *testing.T) {
 	within(t, "memory target", float64(r.Memory.Target), 100<<20*1.2, 0.01)
 	if !(r.Memory.LowerBound <= r.Memory.Target && r.Memory.Target <= r.Memory.UpperBound) {
 		t.Errorf("memory bounds out of order: %+v", r.Memory)
+	}
+}
+
+// TestCPURequestFromMeans: the CPU request is sized from demand averaged
+// over CPURequestResolution, so a load with one-second noise is not
+// reserved for its noise; the limit the request brings at the container's
+// ratio still covers the one-second percentile, so a container whose request
+// is its limit keeps the one-second sizing.
+func TestCPURequestFromMeans(t *testing.T) {
+	// 200m with +-30% uniform noise every second: the p90 of one-second
+	// samples is 248m, that of 15-second means about 211m.
+	const mean, noise = 200.0, 0.3
+	perSecond := mean * (1 + noise*0.8) * 1.15
+	means := mean * 1.06 * 1.15
+	for _, tc := range []struct {
+		name     string
+		cur      Resources
+		cfg      func(*Config)
+		lo, hi   float64
+		describe string
+	}{
+		{name: "limit twice the request", cur: Resources{CPURequestMillis: 300, CPULimitMillis: 600, MemRequestBytes: 128 << 20, MemLimitBytes: 256 << 20},
+			lo: mean * 1.15, hi: means * 1.06, describe: "the p90 of 15s means plus margin"},
+		{name: "request is the limit", cur: Resources{CPURequestMillis: 300, CPULimitMillis: 300, MemRequestBytes: 128 << 20, MemLimitBytes: 128 << 20},
+			lo: perSecond * 0.97, hi: perSecond * 1.06, describe: "the p90 of one-second samples plus margin"},
+		{name: "no limit", cur: Resources{CPURequestMillis: 300, MemRequestBytes: 128 << 20},
+			lo: mean * 1.15, hi: means * 1.06, describe: "the p90 of 15s means plus margin"},
+		{name: "a short half-life keeps one-second samples", cur: Resources{CPURequestMillis: 300, CPULimitMillis: 600, MemRequestBytes: 128 << 20, MemLimitBytes: 256 << 20},
+			cfg: func(c *Config) { c.CPUHalfLife = 10 * time.Second },
+			lo:  perSecond * 0.97, hi: perSecond * 1.06, describe: "the p90 of one-second samples plus margin"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := DefaultConfig()
+			if tc.cfg != nil {
+				tc.cfg(&cfg)
+			}
+			_, c := newContainer(t, cfg, Bounds{})
+			rng := uint64(1)
+			for i := range 7200 {
+				rng = rng*6364136223846793005 + 1442695040888963407
+				u := float64(rng>>11) / (1 << 53)
+				load := mean * (1 + noise*(2*u-1))
+				c.Observe(t0.Add(time.Duration(i)*time.Second), sig{cpuMillis: load, cpuLimit: tc.cur.CPULimitMillis, wsBytes: 64 << 20, memLimit: uint64(tc.cur.MemLimitBytes)}.at(i), tc.cur)
+			}
+			got := float64(c.Recommendation(t0.Add(7200 * time.Second)).CPU.Target)
+			if got < tc.lo || got > tc.hi {
+				t.Errorf("cpu target %.0fm, want %s, in [%.0fm, %.0fm]", got, tc.describe, tc.lo, tc.hi)
+			}
+		})
 	}
 }
