@@ -429,10 +429,14 @@ func (c *Container) target(now time.Time, r *resource, p float64) float64 {
 // cover perSecond, the percentile of one-second demand plus margin (CFS
 // throttles within 100 ms): the request is at least perSecond / ratio, so
 // with request == limit nothing changes. Until the container has
-// WarmupSamples of its own (a seeded one has only per-second history),
-// perSecond alone.
+// WarmupSamples of its own, perSecond alone; a seeded container's means
+// hold only its own history while perSecond holds the workload's too, so
+// it waits until its own samples dominate (seededMeansHalfLives).
 func (c *Container) cpuRequestTarget(perSecond, p float64) float64 {
 	if c.cpu.samples < c.cfg.WarmupSamples || c.cpuMeans.Empty() {
+		return perSecond
+	}
+	if c.cpu.seed != nil && !c.cpu.seed.Empty() && c.cpu.observedSeconds < seededMeansHalfLives*c.cfg.CPUHalfLife.Seconds() {
 		return perSecond
 	}
 	means := c.cpuMeans.Percentile(p) * (1 + c.cfg.CPUMargin)
@@ -454,6 +458,11 @@ func (c *Container) cpuResolution() float64 {
 
 // cpuResolutionPerHalfLife: see cpuResolution.
 const cpuResolutionPerHalfLife = 20
+
+// seededMeansHalfLives is how many half-lives of its own history a seeded
+// container needs before its CPU request follows its means: after four,
+// its own samples hold 94% of the weight.
+const seededMeansHalfLives = 4
 
 func (c *Container) percentile(r *resource, p float64) float64 {
 	if r.seed == nil || r.seed.Empty() {
