@@ -90,6 +90,9 @@ type Container struct {
 	// trend.
 	peakBefore float64
 	pendingOOM bool
+	// firstMemLimit is the memory limit of the first sample: the limit the
+	// container had when this recommender started following it.
+	firstMemLimit int64
 	// rise counts the consecutive samples whose working set rose, since the
 	// last one that did not and since the memory resources last changed;
 	// riseMinRate is the smallest of those rises, in bytes per second. A
@@ -121,6 +124,15 @@ func (c *Container) SetBounds(b Bounds) error {
 // what the recommender remembers.
 func (c *Container) MemoryPeakBytes(now time.Time) int64 { return int64(c.peak.max(now)) }
 
+// MemoryLimitFloorBytes returns the memory limit of the container's first
+// sample (0 if it had none), for resize.Usage.MemoryLimitFloorBytes: memory
+// give-back then lowers a Burstable container's request, what the node
+// reserves, but not its limit below the one it had when this recommender
+// started following it (for a pod followed since its start, the limit as
+// written), so a container that wakes to a working set it never showed
+// before is not OOM-killed under a limit snug lowered.
+func (c *Container) MemoryLimitFloorBytes() int64 { return c.firstMemLimit }
+
 // OOMKilled tells the container that it was OOM-killed and restarted, as the
 // pod status says (lastState.terminated.reason OOMKilled); the cgroup's own
 // counter is lost with the old cgroup. The next Observe grows memory.
@@ -135,6 +147,9 @@ func (c *Container) OOMKilled() { c.pendingOOM = true }
 // a change of cur is how the recommender sees a resize land.
 func (c *Container) Observe(now time.Time, sig cgroup.Signals, cur Resources) Decision {
 	c.cur = cur
+	if !c.mem.seen {
+		c.firstMemLimit = cur.MemLimitBytes
+	}
 	cpuChanged := c.cpu.noteCurrent(cur.CPURequestMillis, cur.CPULimitMillis)
 	memChanged := c.mem.noteCurrent(cur.MemRequestBytes, cur.MemLimitBytes)
 	c.expireInFlight(now)

@@ -349,3 +349,25 @@ func observeNoisy(c *Container, mean, noise float64, cur Resources, n int) {
 		c.Observe(t0.Add(time.Duration(i)*time.Second), sig{cpuMillis: load, cpuLimit: cur.CPULimitMillis, wsBytes: 64 << 20, memLimit: uint64(cur.MemLimitBytes)}.at(i), cur)
 	}
 }
+
+// TestMemoryLimitFloor: the floor handed to the planner is the memory limit
+// of the first sample, whatever the resizes after it.
+func TestMemoryLimitFloor(t *testing.T) {
+	_, c := newContainer(t, DefaultConfig(), Bounds{})
+	cur := Resources{CPURequestMillis: 100, CPULimitMillis: 200, MemRequestBytes: 256 << 20, MemLimitBytes: 512 << 20}
+	if got := c.MemoryLimitFloorBytes(); got != 0 {
+		t.Errorf("floor before any sample = %d, want 0", got)
+	}
+	for i := range 3 {
+		c.Observe(t0.Add(time.Duration(i)*time.Second), sig{cpuMillis: 50, cpuLimit: cur.CPULimitMillis, wsBytes: 100 << 20, memLimit: uint64(cur.MemLimitBytes)}.at(i), cur)
+		cur.MemRequestBytes, cur.MemLimitBytes = cur.MemRequestBytes*3/4, cur.MemLimitBytes*3/4 // resized down between samples
+	}
+	if got := c.MemoryLimitFloorBytes(); got != 512<<20 {
+		t.Errorf("floor = %s, want the first sample's limit 512Mi", formatBytes(got))
+	}
+	_, noLimit := newContainer(t, DefaultConfig(), Bounds{})
+	noLimit.Observe(t0, sig{cpuMillis: 50, wsBytes: 100 << 20}.at(0), Resources{CPURequestMillis: 100, MemRequestBytes: 256 << 20})
+	if got := noLimit.MemoryLimitFloorBytes(); got != 0 {
+		t.Errorf("floor without a limit = %d, want 0", got)
+	}
+}
