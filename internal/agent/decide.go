@@ -445,7 +445,7 @@ func (d *Decider) plan(ctx context.Context, log logr.Logger, st *podState, pod *
 	var why []string
 	for _, name := range names {
 		cs := st.containers[name]
-		usage[name] = resize.Usage{CPUMillis: cs.cpuMillis, MemoryWorkingSetBytes: cs.wsBytes, MemoryPeakBytes: cs.rc.MemoryPeakBytes(now)}
+		usage[name] = resize.Usage{CPUMillis: cs.cpuMillis, MemoryWorkingSetBytes: cs.wsBytes, MemoryPeakBytes: cs.rc.MemoryPeakBytes(now), MemoryLimitFloorBytes: cs.rc.MemoryLimitFloorBytes()}
 		if cs.rules.Off {
 			continue
 		}

@@ -337,7 +337,7 @@ func (d *Decider) handleDeferred(ctx context.Context, log logr.Logger, st *podSt
 	in := fitInput{pod: pod, usage: map[string]resize.Usage{}, rules: map[string]containerRules{}}
 	for name, cs := range st.containers {
 		in.rules[name] = cs.rules
-		in.usage[name] = resize.Usage{CPUMillis: cs.cpuMillis, MemoryWorkingSetBytes: cs.wsBytes, MemoryPeakBytes: cs.rc.MemoryPeakBytes(now)}
+		in.usage[name] = resize.Usage{CPUMillis: cs.cpuMillis, MemoryWorkingSetBytes: cs.wsBytes, MemoryPeakBytes: cs.rc.MemoryPeakBytes(now), MemoryLimitFloorBytes: cs.rc.MemoryLimitFloorBytes()}
 	}
 	if node, err := d.cfg.Node(); err == nil && node != nil {
 		in.allocatable = node.Status.Allocatable

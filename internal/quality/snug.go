@@ -163,7 +163,7 @@ func (sp *snugPod) plan(w *world, p, t int) ([]resizeReq, error) {
 	usage := map[string]resize.Usage{}
 	for c, tc := range pod.Containers {
 		ns := w.last[p][c]
-		usage[tc.Name] = resize.Usage{CPUMillis: int64(ns.CPUUsageMillis), MemoryWorkingSetBytes: int64(ns.MemBytes), MemoryPeakBytes: sp.cs[c].MemoryPeakBytes(now(t))}
+		usage[tc.Name] = resize.Usage{CPUMillis: int64(ns.CPUUsageMillis), MemoryWorkingSetBytes: int64(ns.MemBytes), MemoryPeakBytes: sp.cs[c].MemoryPeakBytes(now(t)), MemoryLimitFloorBytes: sp.cs[c].MemoryLimitFloorBytes()}
 		if sp.rules[c].Off {
 			continue
 		}

@@ -37,6 +37,15 @@ type Config struct {
 	// a container's own runtime overhead is most of its usage, and a
 	// millicore of request buys nothing measurable.
 	MinCPUMillis, MinMemBytes int64
+	// CPURequestResolution is the length of the averages of CPU demand the
+	// request is sized from: the CPU request target is the percentile of
+	// those averages plus the margin, but at least what keeps the limit,
+	// at the container's limit:request ratio, above the percentile of
+	// one-second demand plus the margin. At most CPUHalfLife/20 is used
+	// (a 10s half-life keeps one-second samples). Default 15s,
+	// metrics-server's resolution, which is what VPA's recommender sizes
+	// from.
+	CPURequestResolution time.Duration
 	// WarmupSamples is how many samples a container without a seed must
 	// give before the baseline (percentile) path may resize it. The fast
 	// path works from the first sample. Default 60 (one minute).
@@ -152,6 +161,8 @@ func DefaultConfig() Config {
 		MinMemBytes:      16 << 20,
 		WarmupSamples:    60,
 
+		CPURequestResolution: 15 * time.Second,
+
 		GrowBand:                0.10,
 		ShrinkBand:              0.20,
 		ShrinkWindow:            5 * time.Minute,
@@ -226,6 +237,7 @@ func (c Config) Validate() error {
 	if c.MinCPUMillis < 1 || c.MinMemBytes < 1 {
 		errs = append(errs, fmt.Errorf("minimum targets %dm and %d bytes must be at least 1", c.MinCPUMillis, c.MinMemBytes))
 	}
+	positive("cpu request resolution", c.CPURequestResolution)
 	if c.WarmupSamples < 0 {
 		errs = append(errs, fmt.Errorf("warmup samples %d must not be negative", c.WarmupSamples))
 	}

@@ -74,6 +74,10 @@ type Container struct {
 	runPinnedOnly                        bool
 	// Light throttling: EWMA of the throttled fraction and how long it ran.
 	throttleEWMA, throttleEWMASeconds float64
+	// The CPU request's view: demand averaged over CPURequestResolution
+	// (cpuMeans), and the current average's sum and length.
+	cpuMeans        *Histogram
+	cpuSum, cpuSecs float64
 
 	// Memory: working-set growth rate and the peak of the last window.
 	lastWS     float64
@@ -86,6 +90,9 @@ type Container struct {
 	// trend.
 	peakBefore float64
 	pendingOOM bool
+	// firstMemLimit is the memory limit of the first sample: the limit the
+	// container had when this recommender started following it.
+	firstMemLimit int64
 	// rise counts the consecutive samples whose working set rose, since the
 	// last one that did not and since the memory resources last changed;
 	// riseMinRate is the smallest of those rises, in bytes per second. A
@@ -117,6 +124,15 @@ func (c *Container) SetBounds(b Bounds) error {
 // what the recommender remembers.
 func (c *Container) MemoryPeakBytes(now time.Time) int64 { return int64(c.peak.max(now)) }
 
+// MemoryLimitFloorBytes returns the memory limit of the container's first
+// sample (0 if it had none), for resize.Usage.MemoryLimitFloorBytes: memory
+// give-back then lowers a Burstable container's request, what the node
+// reserves, but not its limit below the one it had when this recommender
+// started following it (for a pod followed since its start, the limit as
+// written), so a container that wakes to a working set it never showed
+// before is not OOM-killed under a limit snug lowered.
+func (c *Container) MemoryLimitFloorBytes() int64 { return c.firstMemLimit }
+
 // OOMKilled tells the container that it was OOM-killed and restarted, as the
 // pod status says (lastState.terminated.reason OOMKilled); the cgroup's own
 // counter is lost with the old cgroup. The next Observe grows memory.
@@ -131,6 +147,9 @@ func (c *Container) OOMKilled() { c.pendingOOM = true }
 // a change of cur is how the recommender sees a resize land.
 func (c *Container) Observe(now time.Time, sig cgroup.Signals, cur Resources) Decision {
 	c.cur = cur
+	if !c.mem.seen {
+		c.firstMemLimit = cur.MemLimitBytes
+	}
 	cpuChanged := c.cpu.noteCurrent(cur.CPURequestMillis, cur.CPULimitMillis)
 	memChanged := c.mem.noteCurrent(cur.MemRequestBytes, cur.MemLimitBytes)
 	c.expireInFlight(now)
@@ -140,7 +159,14 @@ func (c *Container) Observe(now time.Time, sig cgroup.Signals, cur Resources) De
 		// Throttled usage understates demand: the work that waited is not
 		// in it. Record the demand the fast path would size for, so that the
 		// percentiles remember starvation and never shrink back into it.
-		c.cpu.hist.Add(sig.CPUUsageMillicores*(1+c.cfg.CPUGrowthGain*sig.CPUThrottledFraction), 1, now)
+		demand := sig.CPUUsageMillicores * (1 + c.cfg.CPUGrowthGain*sig.CPUThrottledFraction)
+		c.cpu.hist.Add(demand, 1, now)
+		c.cpuSum += demand * sig.IntervalSeconds
+		c.cpuSecs += sig.IntervalSeconds
+		if c.cpuSecs >= c.cpuResolution()*(1-1e-9) {
+			c.cpuMeans.Add(c.cpuSum/c.cpuSecs, c.cpuSecs, now)
+			c.cpuSum, c.cpuSecs = 0, 0
+		}
 		c.cpu.observedSeconds += sig.IntervalSeconds
 		c.cpu.samples++
 	}
@@ -401,12 +427,57 @@ func (c *Container) target(now time.Time, r *resource, p float64) float64 {
 	t := c.percentile(r, p) * (1 + margin)
 	if r.memory {
 		t = max(t, c.peak.max(now)*(1+c.cfg.MemoryHeadroom))
+	} else {
+		t = c.cpuRequestTarget(t, p)
 	}
 	if now.Before(r.floorUntil) {
 		t = max(t, float64(r.floor))
 	}
 	return t
 }
+
+// cpuRequestTarget sizes the CPU request from the percentile of demand
+// averaged over CPURequestResolution, as VPA's recommender sees it through
+// metrics-server: a request reserves capacity over time, and the p90 of
+// one-second samples of a noisy load reserves for its noise. The limit that
+// the request brings at the container's limit:request ratio must still
+// cover perSecond, the percentile of one-second demand plus margin (CFS
+// throttles within 100 ms): the request is at least perSecond / ratio, so
+// with request == limit nothing changes. Until the container has
+// WarmupSamples of its own, perSecond alone; a seeded container's means
+// hold only its own history while perSecond holds the workload's too, so
+// it waits until its own samples dominate (seededMeansHalfLives).
+func (c *Container) cpuRequestTarget(perSecond, p float64) float64 {
+	if c.cpu.samples < c.cfg.WarmupSamples || c.cpuMeans.Empty() {
+		return perSecond
+	}
+	if c.cpu.seed != nil && !c.cpu.seed.Empty() && c.cpu.observedSeconds < seededMeansHalfLives*c.cfg.CPUHalfLife.Seconds() {
+		return perSecond
+	}
+	means := c.cpuMeans.Percentile(p) * (1 + c.cfg.CPUMargin)
+	req, lim := c.cpu.lastReq, c.cpu.lastLim
+	if req <= 0 || lim <= 0 || c.bounds.RequestsOnly {
+		// No limit to throttle at, or one that stays put.
+		return means
+	}
+	return max(means, perSecond*float64(req)/float64(lim))
+}
+
+// cpuResolution is CPURequestResolution in seconds, but at most a
+// twentieth of CPUHalfLife: averages long against the histogram's memory
+// would delay what the half-life promises, so a short half-life (the e2e
+// suite's 10s) keeps one-second samples.
+func (c *Container) cpuResolution() float64 {
+	return min(c.cfg.CPURequestResolution.Seconds(), c.cfg.CPUHalfLife.Seconds()/cpuResolutionPerHalfLife)
+}
+
+// cpuResolutionPerHalfLife: see cpuResolution.
+const cpuResolutionPerHalfLife = 20
+
+// seededMeansHalfLives is how many half-lives of its own history a seeded
+// container needs before its CPU request follows its means: after four,
+// its own samples hold 94% of the weight.
+const seededMeansHalfLives = 4
 
 func (c *Container) percentile(r *resource, p float64) float64 {
 	if r.seed == nil || r.seed.Empty() {

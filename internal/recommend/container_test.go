@@ -247,8 +247,8 @@ func TestRecommendation(t *testing.T) {
 	}
 	for i := range 7200 {
 		load := 300.0
-		if i%10 == 0 {
-			load = 500 // a tenth of the seconds are busier
+		if (i/15)%10 == 0 {
+			load = 500 // a tenth of the time is busier, in stretches of 15s (CPURequestResolution)
 		}
 		c.Observe(t0.Add(time.Duration(i)*time.Second), sig{cpuMillis: load, cpuLimit: 1000, wsBytes: 100 << 20, memLimit: 256 << 20}.at(i), cur)
 	}
@@ -264,5 +264,110 @@ func TestRecommendation(t *testing.T) {
 	within(t, "memory target", float64(r.Memory.Target), 100<<20*1.2, 0.01)
 	if !(r.Memory.LowerBound <= r.Memory.Target && r.Memory.Target <= r.Memory.UpperBound) {
 		t.Errorf("memory bounds out of order: %+v", r.Memory)
+	}
+}
+
+// TestCPURequestFromMeans: the CPU request is sized from demand averaged
+// over CPURequestResolution, so a load with one-second noise is not
+// reserved for its noise; the limit the request brings at the container's
+// ratio still covers the one-second percentile, so a container whose request
+// is its limit keeps the one-second sizing; a seeded container waits until
+// its own history dominates.
+func TestCPURequestFromMeans(t *testing.T) {
+	// 200m with +-30% uniform noise every second: the p90 of one-second
+	// samples is 248m, that of 15-second means about 211m.
+	const mean, noise = 200.0, 0.3
+	perSecond := mean * (1 + noise*0.8) * 1.15
+	means := mean * 1.06 * 1.15
+	burstable := Resources{CPURequestMillis: 300, CPULimitMillis: 600, MemRequestBytes: 128 << 20, MemLimitBytes: 256 << 20}
+	for _, tc := range []struct {
+		name     string
+		cur      Resources
+		cfg      func(*Config)
+		seconds  int
+		seed     bool
+		lo, hi   float64
+		describe string
+	}{
+		{name: "limit twice the request", cur: burstable,
+			lo: mean * 1.15, hi: means * 1.06, describe: "the p90 of 15s means plus margin"},
+		{name: "request is the limit", cur: Resources{CPURequestMillis: 300, CPULimitMillis: 300, MemRequestBytes: 128 << 20, MemLimitBytes: 128 << 20},
+			lo: perSecond * 0.97, hi: perSecond * 1.06, describe: "the p90 of one-second samples plus margin"},
+		{name: "no limit", cur: Resources{CPURequestMillis: 300, MemRequestBytes: 128 << 20},
+			lo: mean * 1.15, hi: means * 1.06, describe: "the p90 of 15s means plus margin"},
+		{name: "a short half-life keeps one-second samples", cur: burstable,
+			cfg: func(c *Config) { c.CPUHalfLife = 10 * time.Second },
+			lo:  perSecond * 0.97, hi: perSecond * 1.06, describe: "the p90 of one-second samples plus margin"},
+		{name: "seeded, own history short", cur: burstable, seconds: 900, seed: true,
+			lo: perSecond * 0.97, hi: perSecond * 1.06, describe: "the one-second p90 of the seed and its own samples"},
+		{name: "seeded, own history long", cur: burstable, seed: true,
+			lo: mean * 1.15, hi: means * 1.06, describe: "the p90 of its own 15s means plus margin"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := DefaultConfig()
+			if tc.cfg != nil {
+				tc.cfg(&cfg)
+			}
+			_, c := newContainer(t, cfg, Bounds{})
+			if tc.seed {
+				// The workload ran the same load before.
+				old := c
+				observeNoisy(old, mean, noise, tc.cur, 7200)
+				w := NewAggregate(cfg)
+				if err := w.Merge(old.Snapshot(t0.Add(2 * time.Hour))); err != nil {
+					t.Fatal(err)
+				}
+				p, err := NewPod(cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if c, err = p.AddContainer("app", Bounds{}, w); err != nil {
+					t.Fatal(err)
+				}
+			}
+			n := tc.seconds
+			if n == 0 {
+				n = 7200
+			}
+			observeNoisy(c, mean, noise, tc.cur, n)
+			got := float64(c.Recommendation(t0.Add(time.Duration(n) * time.Second)).CPU.Target)
+			if got < tc.lo || got > tc.hi {
+				t.Errorf("cpu target %.0fm, want %s, in [%.0fm, %.0fm]", got, tc.describe, tc.lo, tc.hi)
+			}
+		})
+	}
+}
+
+// observeNoisy feeds n seconds of mean +- noise (uniform, seeded) from t0
+// at the resources cur.
+func observeNoisy(c *Container, mean, noise float64, cur Resources, n int) {
+	rng := uint64(1)
+	for i := range n {
+		rng = rng*6364136223846793005 + 1442695040888963407
+		u := float64(rng>>11) / (1 << 53)
+		load := mean * (1 + noise*(2*u-1))
+		c.Observe(t0.Add(time.Duration(i)*time.Second), sig{cpuMillis: load, cpuLimit: cur.CPULimitMillis, wsBytes: 64 << 20, memLimit: uint64(cur.MemLimitBytes)}.at(i), cur)
+	}
+}
+
+// TestMemoryLimitFloor: the floor handed to the planner is the memory limit
+// of the first sample, whatever the resizes after it.
+func TestMemoryLimitFloor(t *testing.T) {
+	_, c := newContainer(t, DefaultConfig(), Bounds{})
+	cur := Resources{CPURequestMillis: 100, CPULimitMillis: 200, MemRequestBytes: 256 << 20, MemLimitBytes: 512 << 20}
+	if got := c.MemoryLimitFloorBytes(); got != 0 {
+		t.Errorf("floor before any sample = %d, want 0", got)
+	}
+	for i := range 3 {
+		c.Observe(t0.Add(time.Duration(i)*time.Second), sig{cpuMillis: 50, cpuLimit: cur.CPULimitMillis, wsBytes: 100 << 20, memLimit: uint64(cur.MemLimitBytes)}.at(i), cur)
+		cur.MemRequestBytes, cur.MemLimitBytes = cur.MemRequestBytes*3/4, cur.MemLimitBytes*3/4 // resized down between samples
+	}
+	if got := c.MemoryLimitFloorBytes(); got != 512<<20 {
+		t.Errorf("floor = %s, want the first sample's limit 512Mi", formatBytes(got))
+	}
+	_, noLimit := newContainer(t, DefaultConfig(), Bounds{})
+	noLimit.Observe(t0, sig{cpuMillis: 50, wsBytes: 100 << 20}.at(0), Resources{CPURequestMillis: 100, MemRequestBytes: 256 << 20})
+	if got := noLimit.MemoryLimitFloorBytes(); got != 0 {
+		t.Errorf("floor without a limit = %d, want 0", got)
 	}
 }

@@ -62,6 +62,7 @@ func (p *Pod) AddContainer(name string, b Bounds, seed *Aggregate) (*Container, 
 		mem:    resource{memory: true, hist: NewHistogram(ScaleMemBytes, p.cfg.MemoryHalfLife)},
 		peak:   newWindowMax(p.cfg.MemoryPeakWindow),
 	}
+	c.cpuMeans = NewHistogram(ScaleCPUMillis, p.cfg.CPUHalfLife)
 	c.resetRun()
 	if seed != nil {
 		if err := seed.Compatible(p.cfg); err != nil {

@@ -94,6 +94,12 @@ type Usage struct {
 	// MemoryPeakBytes is the peak working set over the recent window; 0 if
 	// unknown. The larger of the two is the usage a memory floor is set from.
 	MemoryPeakBytes int64
+	// MemoryLimitFloorBytes is a memory limit that a target (not an
+	// explicit value) never lowers a Burstable container's limit below; 0
+	// for none. The recommender gives the limit it first saw: requests are
+	// what the scheduler reserves, and lowering a limit frees nothing on
+	// the node but moves the OOM line under the container's next burst.
+	MemoryLimitFloorBytes int64
 }
 
 // Plan is a safe resize, ready to send to the pod's resize subresource.
@@ -194,7 +200,9 @@ func (t *target) changed() bool { return t.next != t.cur }
 //     rounding up. A BestEffort pod is never given requests.
 //  3. Memory never drops below usage * (1 + MemoryHeadroom), nor by more
 //     than MaxMemoryDecreaseFraction of its current value per plan. A memory
-//     limit is never lowered or added without a usage figure.
+//     limit is never lowered or added without a usage figure. A target
+//     never lowers a Burstable container's memory limit below
+//     Usage.MemoryLimitFloorBytes.
 //  4. Node room: if the increase does not fit beside the other pods, or
 //     beyond the node's allocatable, Options.NoRoom decides: refuse, cap the
 //     increase to what fits, or send anyway with the prediction.

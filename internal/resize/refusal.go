@@ -94,6 +94,9 @@ const (
 	CappedToMaxAllowed Adjustment = "CappedToMaxAllowed"
 	// KeptAboveUsage: a memory decrease stopped at usage * (1 + headroom).
 	KeptAboveUsage Adjustment = "KeptAboveUsage"
+	// KeptAtLimitFloor: a memory limit decrease stopped at the container's
+	// Usage.MemoryLimitFloorBytes.
+	KeptAtLimitFloor Adjustment = "KeptAtLimitFloor"
 	// DecreaseStepLimited: a memory decrease stopped at one step
 	// (Options.MaxMemoryDecreaseFraction of the current value).
 	DecreaseStepLimited Adjustment = "DecreaseStepLimited"

@@ -82,6 +82,9 @@ func (p *planner) applyPolicy(t *target) *Refusal {
 				if next.lim, refusal = p.lowerMemory(t, cur.lim, next.lim, true); refusal != nil {
 					return refusal
 				}
+				if !follow && p.qos != corev1.PodQOSGuaranteed {
+					next.lim = p.limitFloor(t, cur.lim, next.lim)
+				}
 			}
 		}
 		if follow && next.lim != cur.lim {
@@ -144,6 +147,19 @@ func (p *planner) applyExplicit(t *target) *Refusal {
 		t.next[r] = next
 	}
 	return nil
+}
+
+// limitFloor stops a memory limit decrease at Usage.MemoryLimitFloorBytes
+// (never above the old limit).
+func (p *planner) limitFloor(t *target, old, wished amount) amount {
+	floor := p.in.Usage[t.name()].MemoryLimitFloorBytes
+	if !old.set || !wished.set || wished.units >= old.units || floor <= wished.units {
+		return wished
+	}
+	kept := min(old.units, floor)
+	p.note(t, memory, KeptAtLimitFloor, "memory limit kept at %s, not %s: a request is what the node reserves; the limit stays at the %s it had", format(memory, kept), format(memory, wished.units), format(memory, floor))
+	wished.units = kept
+	return wished
 }
 
 // memoryUsage returns the container's memory usage in bytes (the larger of
