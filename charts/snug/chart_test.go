@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -634,5 +635,49 @@ func TestBadValues(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) || len(out) != 0 {
 			t.Errorf("--set %v: error %v, output %d bytes; want an error about %q", c.set, err, len(out), c.want)
 		}
+	}
+}
+
+// TestEmbeddedChart: the embedded chart is the chart on disk, file for file
+// (helm's .helmignore leaves out the Go and testdata, so must the embed).
+func TestEmbeddedChart(t *testing.T) {
+	dir := t.TempDir()
+	if err := WriteTo(dir); err != nil {
+		t.Fatal(err)
+	}
+	var want, got []string
+	for root, list := range map[string]*[]string{".": &want, dir: &got} {
+		err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			rel, _ := filepath.Rel(root, path)
+			if d.IsDir() {
+				if rel == "testdata" {
+					return filepath.SkipDir
+				}
+				return nil
+			}
+			if strings.HasSuffix(rel, ".go") {
+				return nil
+			}
+			*list = append(*list, rel)
+			if root == dir {
+				a, _ := os.ReadFile(rel)
+				b, _ := os.ReadFile(path)
+				if !bytes.Equal(a, b) {
+					t.Errorf("embedded %s differs from the file", rel)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	slices.Sort(want)
+	slices.Sort(got)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("embedded files (-on disk +embedded):\n%s", diff)
 	}
 }

@@ -255,11 +255,7 @@ func (s *Snug) httpOK(url string) bool {
 
 // AgentAPI is a client of the agent's JSON API with the reader's token.
 func (s *Snug) AgentAPI() *agent.APIClient {
-	c := agent.NewAPIClient(s.AgentURL, s.Token)
-	if s.HTTP != nil {
-		c = c.WithHTTPClient(s.HTTP)
-	}
-	return c
+	return agentClient(s.AgentURL, s.Token, s.HTTP)
 }
 
 // uninstall saves the pods' logs, runs `helm uninstall --wait` and

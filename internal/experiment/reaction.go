@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"time"
@@ -60,6 +61,9 @@ type ReactionEnv struct {
 	// AgentToken is the bearer token for AgentURL (Snug.Token); empty
 	// sends none.
 	AgentToken string
+	// AgentHTTP is the client for AgentURL (Snug.HTTP: HTTPS with a
+	// self-signed certificate in-cluster); nil means a plain one.
+	AgentHTTP *http.Client
 	// LoadDir is the host directory of snug-load's control files.
 	LoadDir string
 	// Timeout bounds the settling before the step and, separately, the
@@ -434,7 +438,7 @@ func runReaction(ctx context.Context, env ReactionEnv, name string, hooks reacti
 	}
 	topts := trace.Options{Namespace: ns, Selector: "app=load"}
 	if env.AgentURL != "" {
-		topts.Usage = &AgentUsage{URL: env.AgentURL, Token: env.AgentToken}
+		topts.Usage = &AgentUsage{URL: env.AgentURL, Token: env.AgentToken, HTTP: env.AgentHTTP}
 	}
 	rec, err := trace.NewRecorder(env.Client, topts)
 	if err != nil {
@@ -626,13 +630,24 @@ type AgentUsage struct {
 	URL string
 	// Token is its bearer token; empty sends none.
 	Token string
+	// HTTP is the client to use; nil means a plain one.
+	HTTP *http.Client
+}
+
+// agentClient is a client of the agent's JSON API at url.
+func agentClient(url, token string, h *http.Client) *agent.APIClient {
+	c := agent.NewAPIClient(url, token)
+	if h != nil {
+		c = c.WithHTTPClient(h)
+	}
+	return c
 }
 
 // Usage implements trace.UsageSource.
 func (a *AgentUsage) Usage(ns, pod, container string) (trace.Usage, bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
-	c, err := agent.NewAPIClient(a.URL, a.Token).Container(ctx, ns, pod, container, agent.Query{Limit: 1})
+	c, err := agentClient(a.URL, a.Token, a.HTTP).Container(ctx, ns, pod, container, agent.Query{Limit: 1})
 	if err != nil || !c.Latest.HasRate || c.Latest.CPUUsageMillicores == nil {
 		return trace.Usage{}, false
 	}
@@ -645,5 +660,5 @@ func (a *AgentUsage) Usage(ns, pod, container string) (trace.Usage, bool) {
 
 // agentAPI is a client of the agent at e.AgentURL with e.AgentToken.
 func (e ReactionEnv) agentAPI() *agent.APIClient {
-	return agent.NewAPIClient(e.AgentURL, e.AgentToken)
+	return agentClient(e.AgentURL, e.AgentToken, e.AgentHTTP)
 }

@@ -186,14 +186,14 @@ func benchQoSSnug(ctx context.Context, o *benchQoSOptions, client kubernetes.Int
 			return nil, err
 		}
 	}
-	fmt.Fprintf(out, "\n== snug: agent and controller of %s, SnugPolicy updateMode InPlaceOrRecreate, controlledValues RequestsOnly (logs in %s)\n", exe, logDir)
-	s, err := experiment.StartSnug(ctx, client, experiment.SnugOptions{
-		BinDir: filepath.Dir(exe), Node: o.lab.NodeName, Kubeconfig: o.lab.Kubeconfig(), LogDir: logDir,
-	})
+	fmt.Fprintf(out, "\n== snug: installed in-cluster from the images and chart of %s, SnugPolicy updateMode InPlaceOrRecreate, controlledValues RequestsOnly (pods' logs in %s at the end)\n", exe, logDir)
+	s, err := installInLab(ctx, client, labInstall{lab: o.lab, binDir: filepath.Dir(exe), logDir: logDir, out: out})
 	if err != nil {
+		if s != nil {
+			err = errors.Join(err, s.Stop())
+		}
 		return nil, err
 	}
-	defer s.Stop()
 	pc, err := qosPolicyClient(o.lab)
 	if err != nil {
 		return nil, err

@@ -205,11 +205,14 @@ func benchSnugRuns(ctx context.Context, o *benchReactionOptions, env experiment.
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(env.Log, "snug: starting the agent and controller (logs in %s)\n", logDir)
-	s, err := experiment.StartSnug(ctx, env.Client, experiment.SnugOptions{
-		BinDir: filepath.Dir(exe), Node: o.lab.NodeName, Kubeconfig: o.lab.Kubeconfig(), LogDir: logDir, Timeout: o.Timeout,
+	fmt.Fprintf(env.Log, "snug: installing it in-cluster with its chart (pods' logs in %s at the end)\n", logDir)
+	s, err := installInLab(ctx, env.Client, labInstall{
+		lab: o.lab, binDir: filepath.Dir(exe), logDir: logDir, timeout: o.Timeout, out: env.Log,
 	})
 	if err != nil {
+		if s != nil {
+			err = errors.Join(err, s.Stop())
+		}
 		return nil, err
 	}
 	defer func() {
@@ -218,7 +221,7 @@ func benchSnugRuns(ctx context.Context, o *benchReactionOptions, env experiment.
 			os.RemoveAll(logDir)
 		}
 	}()
-	env.Policies, env.AgentURL, env.AgentToken = pc, s.AgentURL, s.Token
+	env.Policies, env.AgentURL, env.AgentToken, env.AgentHTTP = pc, s.AgentURL, s.Token, s.HTTP
 	return benchRuns(ctx, o, env, autoscalerSnug, experiment.SnugReaction)
 }
 

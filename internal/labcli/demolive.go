@@ -48,7 +48,7 @@ and the kubelet rewrites the container's cgroup limits in place. Its
 controller serves the SnugPolicy objects that say which pods snug may resize.
 
 This demo runs both on a one-node Kubernetes on this machine, "the lab":
-  1. the lab up; snug's agent and controller started on it
+  1. the lab up; snug installed on it with its Helm chart
   2. a SnugPolicy (updateMode InPlace) over a Deployment of one snug-load pod
      burning 50m of CPU under a 100m limit
   3. a load step to 400m, and snug status --watch catching snug's resize
@@ -126,25 +126,25 @@ func (d *demoRun) startSnug(ctx context.Context, self string) error {
 		return err
 	}
 	fmt.Fprint(d.out, `
-== snug: starting its agent (--autoscale) and its controller on this machine
-   They run as host processes against the lab's API server, with its admin
-   kubeconfig, as a DaemonSet and a Deployment would in a cluster. The agent's
+== snug: installing it on the lab as on any cluster: images in a registry, a Helm chart
+   The images of this build (snug-agent, snug-controller: one static binary
+   each, user 65532) go to the lab's registry; helm installs the chart: the
+   agent a DaemonSet (the node's cgroups read-only, no capabilities), the
+   controller a Deployment of two replicas, one leading. The agent's
    --cpu-half-life 10s makes its usage percentiles forget fast, for the demo.
 `)
 	start := time.Now()
-	d.snug, err = experiment.StartSnug(ctx, d.client, experiment.SnugOptions{
-		BinDir:     filepath.Dir(self),
-		Node:       d.o.lab.NodeName,
-		Kubeconfig: d.o.lab.Kubeconfig(),
-		LogDir:     logDir,
-		AgentArgs:  []string{"--cpu-half-life", "10s"},
+	d.snug, err = installInLab(ctx, d.client, labInstall{
+		lab: d.o.lab, binDir: filepath.Dir(self), agentArgs: []string{"--cpu-half-life=10s"},
+		logDir: logDir, out: d.out,
 	})
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(d.out, "   agent ready (%s/snug/v1/containers), controller leading, in %.1fs\n", d.snug.AgentURL, time.Since(start).Seconds())
-	fmt.Fprintf(d.out, "   its /metrics and /snug/v1/ answer only bearer tokens the API server authenticates and authorizes;\n   the demo reads them as ServiceAccount default/snug-lab-reader, bound to ClusterRole snug-metrics-reader\n")
-	fmt.Fprintf(d.out, "   logs: %s\n         %s\n", d.snug.AgentLog, d.snug.ControllerLog)
+	fmt.Fprintf(d.out, "   agent pod %s ready (%s/snug/v1/containers), controller %s leading, in %.1fs\n",
+		d.snug.AgentPod, d.snug.AgentURL, d.snug.ControllerPod, time.Since(start).Seconds())
+	fmt.Fprintf(d.out, "   their /metrics and /snug/v1/ answer only bearer tokens the API server authenticates and authorizes;\n   the demo reads them as ServiceAccount default/snug-lab-reader, bound to ClusterRole snug-metrics-reader\n")
+	fmt.Fprintf(d.out, "   the pods' logs go to %s when the demo uninstalls snug\n", logDir)
 	return nil
 }
 
@@ -331,7 +331,7 @@ func (d *demoRun) narrate(ctx context.Context, since time.Time) {
 			return
 		case <-tick.C:
 		}
-		c, err := agentContainer(ctx, d.snug.AgentURL, d.snug.Token, d.ns, d.pod)
+		c, err := agentContainer(ctx, d.snug, d.ns, d.pod)
 		if err != nil || c == nil || c.Autoscale == nil {
 			continue
 		}
@@ -399,7 +399,7 @@ func (d *demoRun) waitAgent(ctx context.Context, timeout time.Duration, what str
 	defer cancel()
 	var lastErr error
 	for {
-		c, err := agentContainer(ctx, d.snug.AgentURL, d.snug.Token, d.ns, d.pod)
+		c, err := agentContainer(ctx, d.snug, d.ns, d.pod)
 		if err != nil {
 			lastErr = err
 		} else if c != nil && c.Autoscale != nil && cond(c) {
@@ -418,8 +418,8 @@ func (d *demoRun) waitAgent(ctx context.Context, timeout time.Duration, what str
 
 // agentContainer reads the demo pod's container from the agent's JSON API;
 // nil when the agent does not sample it (yet).
-func agentContainer(ctx context.Context, base, token, ns, pod string) (*agent.ContainerJSON, error) {
-	c, err := agent.NewAPIClient(base, token).Container(ctx, ns, pod, "app", agent.Query{Limit: 30})
+func agentContainer(ctx context.Context, s *experiment.Snug, ns, pod string) (*agent.ContainerJSON, error) {
+	c, err := s.AgentAPI().Container(ctx, ns, pod, "app", agent.Query{Limit: 30})
 	if errors.Is(err, agent.ErrNotSampled) {
 		return nil, nil
 	}

@@ -18,7 +18,8 @@ import (
 
 // TestDemo runs the built `snug-lab demo` as a user would, against the lab
 // TestMain brought up (the demo reuses it and leaves it up), and holds its
-// output to issue 5's promise: snug's agent and controller start, a load
+// output to issue 5's promise: snug is installed in-cluster with its chart
+// and images from the lab's registry, a load
 // step, snug status --watch catches the resize, and the summary shows the
 // grow with no restart and the QoS class kept. It logs the demo's figures.
 func TestDemo(t *testing.T) {
@@ -43,7 +44,9 @@ func TestDemo(t *testing.T) {
 	text := out.String()
 	for _, want := range []string{
 		"the lab was already up: using it, and leaving it up",
-		"agent ready",
+		"helm upgrade --install snug charts/snug",
+		"pushed " + labOpts.Registry() + "/snug-dev/snug-agent:",
+		"ready (https://",
 		"load step: wrote \"cpu=400m\"",
 		"POD", // snug status --watch's table
 		"== Result: grown in place",
@@ -66,7 +69,11 @@ func TestDemo(t *testing.T) {
 		t.Logf("DEMO %s step->status %ss, actual cpu %s -> %s", labOpts.KubernetesVersion, m[1], m[2], m[3])
 	}
 
-	// The lab is still up, and the demo's namespace gone.
+	// The lab is still up, the demo's namespace gone, and snug uninstalled.
+	waitFor(t, "snug's pods gone after the demo's uninstall", time.Minute, func() (bool, error) {
+		pods, err := client.CoreV1().Pods("snug-system").List(context.Background(), metav1.ListOptions{})
+		return err == nil && len(pods.Items) == 0, err
+	})
 	if _, err := client.Discovery().ServerVersion(); err != nil {
 		t.Errorf("the lab is not up after the demo: %v", err)
 	}

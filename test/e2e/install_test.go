@@ -28,6 +28,8 @@ type snugInstall struct {
 	noController bool
 	// set holds more --set pairs.
 	set []string
+	// afterStop, if set, checks the pods' logs that the uninstall saved.
+	afterStop func(t *testing.T, s *experiment.Snug)
 }
 
 // installedSnug is the chart installed by installSnug; the controller's
@@ -84,6 +86,9 @@ func installSnug(t *testing.T, o snugInstall) *agentProc {
 		assertNoRestarts(t)
 		if err := s.Stop(); err != nil {
 			t.Errorf("uninstalling snug: %v", err)
+		}
+		if o.afterStop != nil {
+			o.afterStop(t, s)
 		}
 		if t.Failed() {
 			logSnugLogs(t, s)

@@ -3,12 +3,9 @@
 package e2e
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,8 +14,6 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset/typed/apiextensions/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -29,92 +24,41 @@ import (
 
 	"github.com/snug-dev/snug/api/v1alpha1"
 	policyclient "github.com/snug-dev/snug/api/v1alpha1/client"
-	"github.com/snug-dev/snug/config/crd"
-	"github.com/snug-dev/snug/config/deploy"
 	"github.com/snug-dev/snug/config/rbac"
 	"github.com/snug-dev/snug/internal/agent"
 	"github.com/snug-dev/snug/internal/experiment"
-	"github.com/snug-dev/snug/internal/install"
-	"github.com/snug-dev/snug/internal/lab"
 )
 
-// TestRBAC runs snug's agent and controller with nothing but the
-// permissions of config/rbac (and the optional install-crds role, as
-// experiment.StartSnug passes --install-crds): each as its ServiceAccount,
-// through a token from the TokenRequest API. The ServiceAccounts may do
-// exactly what the roles grant and not the rest; the controller installs
-// the CRD and leads from snug-system; a snug-load Deployment at cpu 50m/100m
-// under an InPlace policy, stepped to 400m, gets a larger cpu limit in its
-// status without a restart; neither log has a "forbidden". The DaemonSet
-// and Deployment of config/deploy pass the API server's validation (dry run).
+// TestRBAC installs snug with its chart and holds its ServiceAccounts to
+// config/rbac (the chart's rendering, TestConfigIsTheChart): through a
+// token of each from the TokenRequest API, they may do exactly what their
+// roles grant and not the rest; the in-cluster controller leads from
+// snug-system; a snug-load Deployment at cpu 50m/100m under an InPlace
+// policy, stepped to 400m, gets a larger cpu limit in its status without
+// a restart; neither pod's log has a "forbidden".
 func TestRBAC(t *testing.T) {
 	ctx := t.Context()
-	ext := apiextensionsclient.NewForConfigOrDie(adminConfig(t))
-	if _, err := ext.CustomResourceDefinitions().Get(ctx, "snugpolicies."+v1alpha1.GroupName, metav1.GetOptions{}); apierrors.IsNotFound(err) {
-		// The controller installs it below; take it away again after.
-		t.Cleanup(func() {
-			crds, err := crd.All()
-			if err == nil {
-				err = install.Uninstall(context.Background(), ext, crds, crdTimeout)
-			}
-			if err != nil {
-				t.Errorf("uninstalling the CRD: %v", err)
-			}
-		})
+	objs, err := rbac.Decode(rbac.Files...)
+	if err != nil {
+		t.Fatal(err)
 	}
-	objs := applyRBAC(t)
-	agentKube := serviceAccountKubeconfig(t, rbac.AgentServiceAccount)
-	controllerKube := serviceAccountKubeconfig(t, rbac.ControllerServiceAccount)
-	ns := testNamespace(t, "snug-rbac-")
-
-	t.Run("access", func(t *testing.T) { testRBACAccess(t, objs, agentKube, controllerKube, ns) })
-	t.Run("workloads pass the API server's validation", func(t *testing.T) {
-		ds, err := deploy.Agent()
-		if err != nil {
-			t.Fatal(err)
-		}
-		d, err := deploy.Controller()
-		if err != nil {
-			t.Fatal(err)
-		}
-		dry := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
-		if _, err := client.AppsV1().DaemonSets(ds.Namespace).Create(t.Context(), ds, dry); err != nil {
-			t.Errorf("config/deploy/agent.yaml: %v", err)
-		}
-		if _, err := client.AppsV1().Deployments(d.Namespace).Create(t.Context(), d, dry); err != nil {
-			t.Errorf("config/deploy/controller.yaml: %v", err)
-		}
-	})
-
-	bin := os.Getenv("SNUG_BIN")
-	if bin == "" {
-		bin, _ = filepath.Abs("../../bin")
-	}
-	logDir := t.TempDir()
 	start := time.Now()
-	s, err := experiment.StartSnug(ctx, client, experiment.SnugOptions{
-		BinDir: bin, Node: labOpts.NodeName, LogDir: logDir,
-		Kubeconfig: agentKube, ControllerKubeconfig: controllerKube, LeaseNamespace: rbac.Namespace,
-	})
-	if s != nil {
-		t.Cleanup(func() {
-			if err := s.Stop(); err != nil {
-				t.Errorf("stopping snug: %v", err)
-			}
+	ag := installSnug(t, snugInstall{
+		set: []string{"crds.enabled=true", "crds.keep=false"},
+		afterStop: func(t *testing.T, s *experiment.Snug) {
 			for _, l := range []string{s.AgentLog, s.ControllerLog} {
 				if b, _ := os.ReadFile(l); strings.Contains(strings.ToLower(string(b)), "forbidden") {
 					t.Errorf("%s has a forbidden:\n%s", filepath.Base(l), forbiddenLines(string(b)))
 				}
-				if t.Failed() {
-					t.Logf("%s:\n%s", filepath.Base(l), lab.Tail(l, 40))
-				}
 			}
-		})
-	}
-	if err != nil {
-		t.Fatalf("starting snug as its ServiceAccounts: %v", err)
-	}
-	t.Logf("agent ready and controller leading from %s/snug-controller in %.1fs", rbac.Namespace, time.Since(start).Seconds())
+		},
+	})
+	s := ag.snug
+	t.Logf("agent ready and controller %s leading from %s/snug-controller in %.1fs", s.ControllerPod, rbac.Namespace, time.Since(start).Seconds())
+	agentKube := serviceAccountKubeconfig(t, rbac.AgentServiceAccount)
+	controllerKube := serviceAccountKubeconfig(t, rbac.ControllerServiceAccount)
+	ns := testNamespace(t, "snug-rbac-")
+	t.Run("access", func(t *testing.T) { testRBACAccess(t, objs, agentKube, controllerKube, ns) })
 
 	pc, err := policyclient.NewForConfig(adminConfig(t))
 	if err != nil {
@@ -141,7 +85,6 @@ func TestRBAC(t *testing.T) {
 	waitPolicy(t, pc, ns, "load", "Ready", func(p *v1alpha1.SnugPolicy) bool {
 		return p.Status.ObservedGeneration == p.Generation && meta.IsStatusConditionTrue(p.Status.Conditions, v1alpha1.ConditionReady)
 	})
-	ag := &agentProc{base: s.AgentURL, token: s.Token, snug: s}
 	ag.waitAutoscale(t, ns, pod.Name, time.Minute, func(c agent.ContainerJSON) bool {
 		return c.Autoscale != nil && c.Autoscale.LastDecision != nil && len(ratePointsAfter(c.History, time.Time{})) >= 3
 	})
@@ -224,9 +167,8 @@ func testRBACAccess(t *testing.T, objs *rbac.Objects, agentKube, controllerKube,
 		},
 		{
 			name: rbac.ControllerServiceAccount, kubeconfig: controllerKube,
-			allowed: append(append(asks(role("ClusterRole", "snug-controller"), ns),
+			allowed: append(asks(role("ClusterRole", "snug-controller"), ns),
 				asks(role("Role", "snug-controller-leader-election"), rbac.Namespace)...),
-				asks(role("ClusterRole", "snug-controller-install-crds"), "")...),
 			denied: []ask{
 				{"patch", "", "pods", "resize", ns, ""}, {"patch", "", "pods", "", ns, ""}, {"delete", "", "pods", "", ns, ""},
 				{"get", "", "secrets", "", ns, ""}, {"delete", "", "configmaps", "", ns, ""}, {"patch", "apps", "deployments", "", ns, ""},
@@ -285,76 +227,6 @@ func kubeconfigClient(t *testing.T, path string) *kubernetes.Clientset {
 		t.Fatal(err)
 	}
 	return cs
-}
-
-// applyRBAC creates config/rbac's objects and the optional install-crds
-// role, and deletes them when the test ends.
-func applyRBAC(t *testing.T) *rbac.Objects {
-	t.Helper()
-	ctx := t.Context()
-	objs, err := rbac.Decode(append(slices.Clone(rbac.Files), rbac.InstallCRDsFile)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { deleteRBAC(t, objs) })
-	var errs []error
-	for _, o := range objs.Namespaces {
-		_, err := client.CoreV1().Namespaces().Create(ctx, o, metav1.CreateOptions{})
-		errs = append(errs, err)
-	}
-	for _, o := range objs.ServiceAccounts {
-		_, err := client.CoreV1().ServiceAccounts(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
-		errs = append(errs, err)
-	}
-	for _, o := range objs.ClusterRoles {
-		_, err := client.RbacV1().ClusterRoles().Create(ctx, o, metav1.CreateOptions{})
-		errs = append(errs, err)
-	}
-	for _, o := range objs.ClusterRoleBindings {
-		_, err := client.RbacV1().ClusterRoleBindings().Create(ctx, o, metav1.CreateOptions{})
-		errs = append(errs, err)
-	}
-	for _, o := range objs.Roles {
-		_, err := client.RbacV1().Roles(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
-		errs = append(errs, err)
-	}
-	for _, o := range objs.RoleBindings {
-		_, err := client.RbacV1().RoleBindings(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
-		errs = append(errs, err)
-	}
-	if err := errors.Join(errs...); err != nil {
-		t.Fatalf("applying config/rbac: %v", err)
-	}
-	return objs
-}
-
-// deleteRBAC deletes the cluster-wide objects and the namespace (with the
-// rest) and waits until the namespace is gone.
-func deleteRBAC(t *testing.T, objs *rbac.Objects) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	var errs []error
-	ignore := func(err error) {
-		if err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, err)
-		}
-	}
-	for _, o := range objs.ClusterRoleBindings {
-		ignore(client.RbacV1().ClusterRoleBindings().Delete(ctx, o.Name, metav1.DeleteOptions{}))
-	}
-	for _, o := range objs.ClusterRoles {
-		ignore(client.RbacV1().ClusterRoles().Delete(ctx, o.Name, metav1.DeleteOptions{}))
-	}
-	for _, o := range objs.Namespaces {
-		ignore(client.CoreV1().Namespaces().Delete(ctx, o.Name, metav1.DeleteOptions{}))
-		ignore(pollUntil(ctx, 200*time.Millisecond, func() (bool, error) {
-			_, err := client.CoreV1().Namespaces().Get(ctx, o.Name, metav1.GetOptions{})
-			return apierrors.IsNotFound(err), nil
-		}))
-	}
-	if err := errors.Join(errs...); err != nil {
-		t.Errorf("deleting config/rbac: %v", err)
-	}
 }
 
 // serviceAccountKubeconfig mints a one-hour token for the ServiceAccount
