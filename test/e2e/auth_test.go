@@ -3,16 +3,9 @@
 package e2e
 
 import (
-	"bytes"
-	"crypto/tls"
-	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -24,43 +17,21 @@ import (
 
 	"github.com/snug-dev/snug/internal/agent"
 	"github.com/snug-dev/snug/internal/experiment"
-	"github.com/snug-dev/snug/internal/lab"
 )
 
-// TestAuth runs the agent and the controller as the demo and the benches
-// do (experiment.StartSnug: host processes with --auth, the default)
-// against the lab's API server, and checks who gets through to the
+// TestAuth installs snug with its chart (--auth, the default, and --tls)
+// and checks who gets through to the
 // agent's /metrics and JSON API and the controller's /metrics: nobody
 // without a token (401), not a forged token (401), not a ServiceAccount
 // without snug-metrics-reader (403), the reader (200, and the metrics
-// parse); the probes without a token; and a repeated request answered
-// from the cache, without a new TokenReview or SubjectAccessReview.
+// parse); the probes without a token; a repeated request answered from
+// the cache, without a new TokenReview or SubjectAccessReview; and no
+// answer to plain HTTP.
 func TestAuth(t *testing.T) {
 	ctx := t.Context()
-	bin := os.Getenv("SNUG_BIN")
-	if bin == "" {
-		bin, _ = filepath.Abs("../../bin")
-	}
-	s, err := experiment.StartSnug(ctx, client, experiment.SnugOptions{
-		BinDir: bin, Node: labOpts.NodeName, Kubeconfig: labOpts.Kubeconfig(), LogDir: t.TempDir(),
-	})
-	if s != nil {
-		t.Cleanup(func() {
-			if err := s.Stop(); err != nil {
-				t.Errorf("stopping snug: %v", err)
-			}
-			if t.Failed() {
-				for _, l := range []string{s.AgentLog, s.ControllerLog} {
-					t.Logf("%s:\n%s", filepath.Base(l), lab.Tail(l, 40))
-				}
-			}
-		})
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := installSnug(t, snugInstall{}).snug
 	if s.Token == "" {
-		t.Fatal("StartSnug gave no reader token")
+		t.Fatal("the install gave no reader token")
 	}
 
 	// A valid token of a ServiceAccount that is not bound to the reader
@@ -98,10 +69,10 @@ func TestAuth(t *testing.T) {
 	}
 
 	// The typed client of the API, as the demo and bench reaction use it.
-	if _, err := agent.NewAPIClient(s.AgentURL, s.Token).Containers(ctx, agent.Query{Limit: 1}); err != nil {
+	if _, err := s.AgentAPI().Containers(ctx, agent.Query{Limit: 1}); err != nil {
 		t.Errorf("the API client with the reader's token: %v", err)
 	}
-	if _, err := agent.NewAPIClient(s.AgentURL, "").Containers(ctx, agent.Query{Limit: 1}); err == nil || !strings.Contains(err.Error(), "401") {
+	if _, err := agent.NewAPIClient(s.AgentURL, "").WithHTTPClient(s.HTTP).Containers(ctx, agent.Query{Limit: 1}); err == nil || !strings.Contains(err.Error(), "401") {
 		t.Errorf("the API client without a token: %v, want a 401", err)
 	}
 
@@ -130,86 +101,26 @@ func TestAuth(t *testing.T) {
 		t.Logf("%s: %v reviews (%v denied access), cache hits %v token / %v access", u, after.reviews, after.accessDenied, after.tokenHits, after.accessHits)
 	}
 
-	t.Run("tls", func(t *testing.T) { testAuthTLS(t, bin, s.Token, stranger) })
+	t.Run("tls", func(t *testing.T) { testAuthPlainHTTP(t, s) })
 }
 
-// testAuthTLS starts an agent with --tls (a self-signed certificate made
-// at start) and checks the same answers over HTTPS, and that plain HTTP
-// to its port gets no metrics.
-func testAuthTLS(t *testing.T, bin, reader, stranger string) {
-	addr := freeAddr(t)
-	var out bytes.Buffer
-	cmd := exec.Command(filepath.Join(bin, "snug-agent"), "--node", labOpts.NodeName, "--kubeconfig", labOpts.Kubeconfig(),
-		"--listen", addr, "--autoscale=false", "--tls")
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = syscall.Kill(cmd.Process.Pid, syscall.SIGTERM)
-		select {
-		case err := <-exited:
-			if err != nil {
-				t.Errorf("snug-agent --tls exited with %v after SIGTERM", err)
-			}
-		case <-time.After(20 * time.Second):
-			_ = syscall.Kill(cmd.Process.Pid, syscall.SIGKILL)
-			<-exited
-			t.Error("snug-agent --tls did not stop within 20s of SIGTERM")
-		}
-		if t.Failed() {
-			t.Logf("snug-agent --tls output:\n%s", out.String())
-		}
-	})
-	// The certificate is self-signed: skip verification, as Prometheus's
-	// insecure_skip_verify does.
-	insecure := &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
-	base := "https://" + addr
-	waitFor(t, "snug-agent --tls /readyz over HTTPS", time.Minute, func() (bool, error) {
-		select {
-		case err := <-exited:
-			exited <- err
-			return false, fmt.Errorf("snug-agent --tls exited: %v", err)
-		default:
-		}
-		resp, err := insecure.Get(base + "/readyz")
+// testAuthPlainHTTP: the in-cluster endpoints speak only HTTPS (the
+// chart's tls.enabled, a certificate each pod makes at start); plain HTTP
+// to their ports gets Go's 400 "client sent an HTTP request to an HTTPS
+// server" or, when the server closes first, a reset: never metrics.
+func testAuthPlainHTTP(t *testing.T, s *experiment.Snug) {
+	for _, u := range []string{s.AgentURL + "/metrics", s.ControllerMetricsURL} {
+		plain := "http://" + strings.TrimPrefix(u, "https://")
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, plain, nil)
 		if err != nil {
-			return false, nil
+			t.Fatal(err)
 		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, nil
-	})
-	for _, c := range []struct {
-		path, who, token string
-		want             int
-	}{
-		{"/metrics", "no token", "", http.StatusUnauthorized},
-		{"/metrics", "the stranger", stranger, http.StatusForbidden},
-		{"/metrics", "the reader", reader, http.StatusOK},
-		{"/snug/v1/containers", "the reader", reader, http.StatusOK},
-		{"/healthz", "no token", "", http.StatusOK},
-	} {
-		if code, body := httpDo(t, insecure, base+c.path, c.token); code != c.want {
-			t.Errorf("GET %s over HTTPS with %s: %d %q, want %d", c.path, c.who, code, body, c.want)
-		}
-	}
-	api := agent.NewAPIClient(base, reader).WithHTTPClient(insecure)
-	if _, err := api.Containers(t.Context(), agent.Query{Limit: 1}); err != nil {
-		t.Errorf("the API client over HTTPS: %v", err)
-	}
-	// Plain HTTP gets Go's 400 "client sent an HTTP request to an HTTPS
-	// server" or, when the server closes first, a reset: never metrics.
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "http://"+addr+"/metrics", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+reader)
-	if resp, err := (&http.Client{Timeout: 15 * time.Second}).Do(req); err == nil {
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusBadRequest {
-			t.Errorf("plain HTTP to the HTTPS port: %d, want 400 or no answer", resp.StatusCode)
+		req.Header.Set("Authorization", "Bearer "+s.Token)
+		if resp, err := (&http.Client{Timeout: 15 * time.Second}).Do(req); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusBadRequest {
+				t.Errorf("plain HTTP to %s: %d, want 400 or no answer", plain, resp.StatusCode)
+			}
 		}
 	}
 }
@@ -270,7 +181,9 @@ func scrapeAuth(t *testing.T, url, token string) authCounts {
 // and the body.
 func httpGet(t *testing.T, url, token string) (int, string) {
 	t.Helper()
-	return httpDo(t, &http.Client{Timeout: 15 * time.Second}, url, token)
+	// The endpoints' certificates are self-signed: skip verification, as
+	// Prometheus's insecure_skip_verify does.
+	return httpDo(t, experiment.SelfSignedClient(), url, token)
 }
 
 // httpDo is httpGet through c.
