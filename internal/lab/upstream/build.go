@@ -109,8 +109,13 @@ func (u Module) Ensure(ctx context.Context, cache string, log io.Writer) error {
 	if err := os.MkdirAll(bin, 0o755); err != nil {
 		return fmt.Errorf("building %s: %w", what, err)
 	}
-	args := append([]string{"build", "-trimpath", "-ldflags", ldflags, "-o", bin + "/"}, u.Packages...)
-	if _, err := run(args...); err != nil {
+	build := lab.GoBuild{
+		What: what, Dir: src, Env: append(os.Environ(), "GOFLAGS=-mod=mod", "GOWORK=off"),
+		Args:     append([]string{"-trimpath", "-ldflags", ldflags, "-o", bin + "/"}, u.Packages...),
+		Packages: u.Packages, Log: logFile, Progress: log,
+	}
+	fmt.Fprintf(logFile, "$ go build -v %s\n", strings.Join(build.Args, " "))
+	if err := build.Run(ctx); err != nil {
 		return fmt.Errorf("building %s failed: %w; last lines of %s:\n%s", what, err, logPath, lab.Tail(logPath, 15))
 	}
 	for _, f := range u.Files {
