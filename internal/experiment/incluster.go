@@ -88,6 +88,11 @@ func (o *InstallOptions) helmArgs(timeout time.Duration) ([]string, error) {
 	if o.Tag != "" {
 		args = append(args, "--set", "image.tag="+o.Tag)
 	}
+	if strings.HasSuffix(o.Tag, "-dirty") {
+		// A tree with changes gives every build the same tag: pull each
+		// time, or a node keeps running the image of an earlier build.
+		args = append(args, "--set", "agent.image.pullPolicy=Always", "--set", "controller.image.pullPolicy=Always")
+	}
 	for key, list := range map[string][]string{"agent.extraArgs": o.AgentArgs, "controller.extraArgs": o.ControllerArgs} {
 		if len(list) == 0 {
 			continue
