@@ -46,18 +46,23 @@ func TestHelm(t *testing.T) {
 	ext := apiextensionsclient.NewForConfigOrDie(adminConfig(t))
 	const crdName = "snugpolicies.autoscaling.snug.dev"
 
-	// The chart owns the CRD; one that another test installed, or a
-	// previous TestRBAC's namespace still terminating, would make the
-	// install fail for reasons of its own.
+	// The chart owns the CRD; one that another test installed, or the
+	// namespace still terminating, would make the install fail for
+	// reasons of its own. (The other tests' installs leave the namespace,
+	// as helm uninstall does; it may stay.)
 	if !waitNotFound(t, t.Context(), "CRD "+crdName+" of another test", func(ctx context.Context) error {
 		_, err := ext.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, crdName, metav1.GetOptions{})
-		return err
-	}) || !waitNotFound(t, t.Context(), "namespace "+ns, func(ctx context.Context) error {
-		_, err := client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 		return err
 	}) {
 		t.FailNow()
 	}
+	waitFor(t, "namespace "+ns+" not terminating", 2*time.Minute, func() (bool, error) {
+		n, err := client.CoreV1().Namespaces().Get(t.Context(), ns, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		return err == nil && n.Status.Phase != corev1.NamespaceTerminating, err
+	})
 
 	run := func(args ...string) {
 		t.Helper()
