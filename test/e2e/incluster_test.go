@@ -20,6 +20,7 @@ import (
 
 	"github.com/snug-dev/snug/config/deploy"
 	"github.com/snug-dev/snug/config/rbac"
+	"github.com/snug-dev/snug/internal/experiment"
 	"github.com/snug-dev/snug/internal/lab"
 	"github.com/snug-dev/snug/internal/lab/image"
 )
@@ -279,11 +280,23 @@ func TestAgentInCluster(t *testing.T) {
 	if !strings.HasSuffix(st.ImageID, "@"+imgs["snug-agent"].Digest.String()) {
 		t.Errorf("imageID %s, want %s", st.ImageID, imgs["snug-agent"].Digest)
 	}
-	base := "http://" + pod.Status.PodIP + ":9464"
-	hc := &http.Client{Timeout: 5 * time.Second}
+	// config/deploy serves HTTPS (--tls, self-signed) and checks tokens
+	// (--auth): read as a ServiceAccount bound to snug-metrics-reader.
+	reader, err := experiment.NewReader(ctx, client, ns, "reader")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = reader.Delete(context.Background()) })
+	base := "https://" + pod.Status.PodIP + ":9464"
+	hc := experiment.SelfSignedClient()
 	var body string
 	waitFor(t, "the agent's API to list its own container", 30*time.Second, func() (bool, error) {
-		resp, err := hc.Get(base + "/api/v1/namespaces/" + ns + "/pods/" + pod.Name + "?limit=1")
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/snug/v1/namespaces/"+ns+"/pods/"+pod.Name+"?limit=1", nil)
+		if err != nil {
+			return false, err
+		}
+		req.Header.Set("Authorization", "Bearer "+reader.Token)
+		resp, err := hc.Do(req)
 		if err != nil {
 			return false, nil
 		}
