@@ -68,7 +68,7 @@ func EnsureBinaries(ctx context.Context, o *Options, log io.Writer) error {
 	run := func(args ...string) ([]byte, error) {
 		cmd := exec.CommandContext(ctx, "go", args...)
 		cmd.Dir = src
-		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOWORK=off")
+		cmd.Env = BuildEnv()
 		var out bytes.Buffer
 		cmd.Stdout = &out
 		cmd.Stderr = logFile
@@ -113,7 +113,7 @@ func EnsureBinaries(ctx context.Context, o *Options, log io.Writer) error {
 		return fmt.Errorf("building Kubernetes: %w", err)
 	}
 	build := GoBuild{
-		What: "Kubernetes v" + o.KubernetesVersion, Dir: src, Env: append(os.Environ(), "GOFLAGS=-mod=mod", "GOWORK=off"),
+		What: "Kubernetes v" + o.KubernetesVersion, Dir: src, Env: BuildEnv(),
 		Args: append([]string{"-trimpath", "-ldflags", ldflags, "-o", bin + "/"}, pkgs...), Packages: pkgs,
 		Log: logFile, Progress: log,
 	}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -147,3 +148,7 @@ func (c *buildCounter) count() int {
 func isPackageLine(line string) bool {
 	return line != "" && !strings.ContainsAny(line, " \t:") && !strings.HasPrefix(line, "#")
 }
+
+// BuildEnv is the go command's environment for the lab's throwaway build
+// modules: their go.mod is written on the fly, and no go.work applies.
+func BuildEnv() []string { return append(os.Environ(), "GOFLAGS=-mod=mod", "GOWORK=off") }

@@ -80,7 +80,7 @@ func (u Module) Ensure(ctx context.Context, cache string, log io.Writer) error {
 	run := func(args ...string) ([]byte, error) {
 		cmd := exec.CommandContext(ctx, "nice", append([]string{"go"}, args...)...)
 		cmd.Dir = src
-		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOWORK=off")
+		cmd.Env = lab.BuildEnv()
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, logFile
 		fmt.Fprintf(logFile, "$ go %s\n", strings.Join(args, " "))
@@ -110,7 +110,7 @@ func (u Module) Ensure(ctx context.Context, cache string, log io.Writer) error {
 		return fmt.Errorf("building %s: %w", what, err)
 	}
 	build := lab.GoBuild{
-		What: what, Dir: src, Env: append(os.Environ(), "GOFLAGS=-mod=mod", "GOWORK=off"),
+		What: what, Dir: src, Env: lab.BuildEnv(),
 		Args:     append([]string{"-trimpath", "-ldflags", ldflags, "-o", bin + "/"}, u.Packages...),
 		Packages: u.Packages, Log: logFile, Progress: log,
 	}
