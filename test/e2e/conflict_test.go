@@ -44,9 +44,22 @@ func TestAgentConflict(t *testing.T) {
 	})
 	pod := createAutoscaleDeployment(t, ns, "load") // cpu 50m/100m
 	containerID := getPod(t, ns, pod).Status.ContainerStatuses[0].ContainerID
+	// 50m of load under a 100m limit can be throttled in bursts, and the
+	// agent may grow the pod before the step: wait until no resize of it is
+	// in flight and the kubelet has applied the spec, so that the resize the
+	// paused kubelet holds is the first one decided after since.
+	var since time.Time
+	var base *corev1.Pod
 	ag.waitAutoscale(t, ns, pod, time.Minute, func(c agent.ContainerJSON) bool {
-		return c.Autoscale != nil && c.Autoscale.LastDecision != nil && len(ratePointsAfter(c.History, time.Time{})) >= 3
+		since = time.Now()
+		if c.Autoscale == nil || c.Autoscale.LastDecision == nil || len(ratePointsAfter(c.History, time.Time{})) < 3 ||
+			c.Autoscale.LastDecision.CPU.Why == "InFlight" {
+			return false
+		}
+		base = getPod(t, ns, pod)
+		return podSettled(base)
 	})
+	baseCPU := base.Spec.Containers[0].Resources.Limits.Cpu().MilliValue()
 
 	pause, resume := kubeletPauser(t)
 	pausedAt := pause()
@@ -56,7 +69,7 @@ func TestAgentConflict(t *testing.T) {
 	var planned *corev1.Pod
 	waitFor(t, "the agent's resize in the pod's spec", 30*time.Second, func() (bool, error) {
 		planned = getPod(t, ns, pod)
-		return planned.Spec.Containers[0].Resources.Limits.Cpu().MilliValue() != 100, nil
+		return planned.Spec.Containers[0].Resources.Limits.Cpu().MilliValue() != baseCPU, nil
 	})
 	agentCPU := planned.Spec.Containers[0].Resources
 	t.Logf("agent's resize accepted %.2fs after the step: cpu %s/%s", time.Since(step).Seconds(), agentCPU.Requests.Cpu(), agentCPU.Limits.Cpu())
@@ -72,9 +85,9 @@ func TestAgentConflict(t *testing.T) {
 	}
 
 	c := ag.waitAutoscale(t, ns, pod, 30*time.Second, func(c agent.ContainerJSON) bool {
-		return len(c.Autoscale.ResizesAfter(step)) > 0
+		return len(c.Autoscale.ResizesAfter(since)) > 0
 	})
-	first := c.Autoscale.ResizesAfter(step)[0]
+	first := c.Autoscale.ResizesAfter(since)[0]
 	resumedAt := resume()
 	t.Logf("kubelet stopped for %.2fs; the agent's first resize: %s: %s", resumedAt.Sub(pausedAt).Seconds(), first.Outcome, first.Message)
 	if first.Outcome != "Conflict" {
@@ -84,10 +97,10 @@ func TestAgentConflict(t *testing.T) {
 	// The re-plan: sent at once (no backoff), applied, from the person's
 	// values.
 	c = ag.waitAutoscale(t, ns, pod, time.Minute, func(c agent.ContainerJSON) bool {
-		rs := c.Autoscale.ResizesAfter(step)
+		rs := c.Autoscale.ResizesAfter(since)
 		return len(rs) >= 2 && rs[1].Outcome != "" && rs[1].Outcome != "InProgress"
 	})
-	rs := c.Autoscale.ResizesAfter(step)
+	rs := c.Autoscale.ResizesAfter(since)
 	second := rs[1]
 	t.Logf("re-plan: %s, sent %.2fs after the person's resize, %s (%s)", second.Plan, second.SentAt.Sub(humanAt).Seconds(), second.Outcome, second.Message)
 	if second.Outcome != "Applied" {
@@ -149,4 +162,27 @@ func procStateIs(pid int, state string) bool {
 		return got != "T"
 	}
 	return got == state
+}
+
+// podSettled reports whether the kubelet runs the first container at its
+// spec's cpu and memory and no resize is pending or in progress.
+func podSettled(p *corev1.Pod) bool {
+	if len(p.Spec.Containers) == 0 || len(p.Status.ContainerStatuses) == 0 {
+		return false
+	}
+	spec, st := p.Spec.Containers[0].Resources, p.Status.ContainerStatuses[0].Resources
+	if st == nil {
+		return false
+	}
+	for _, n := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		if !spec.Requests[n].Equal(st.Requests[n]) || !spec.Limits[n].Equal(st.Limits[n]) {
+			return false
+		}
+	}
+	for _, c := range p.Status.Conditions {
+		if (c.Type == corev1.PodResizePending || c.Type == corev1.PodResizeInProgress) && c.Status == corev1.ConditionTrue {
+			return false
+		}
+	}
+	return true
 }
