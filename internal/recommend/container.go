@@ -78,6 +78,10 @@ type Container struct {
 	// (cpuMeans), and the current average's sum and length.
 	cpuMeans        *Histogram
 	cpuSum, cpuSecs float64
+	// cpuDemand is the latest sample's CPU demand and cpuLastMean the
+	// latest completed average: what the load asks for now, as opposed to
+	// what its history asked for (pastLoad, shrinkUnderLoad).
+	cpuDemand, cpuLastMean float64
 
 	// Memory: working-set growth rate and the peak of the last window.
 	lastWS     float64
@@ -164,9 +168,11 @@ func (c *Container) Observe(now time.Time, sig cgroup.Signals, cur Resources) De
 		c.cpuSum += demand * sig.IntervalSeconds
 		c.cpuSecs += sig.IntervalSeconds
 		if c.cpuSecs >= c.cpuResolution()*(1-1e-9) {
-			c.cpuMeans.Add(c.cpuSum/c.cpuSecs, c.cpuSecs, now)
+			c.cpuLastMean = c.cpuSum / c.cpuSecs
+			c.cpuMeans.Add(c.cpuLastMean, c.cpuSecs, now)
 			c.cpuSum, c.cpuSecs = 0, 0
 		}
+		c.cpuDemand = demand
 		c.cpu.observedSeconds += sig.IntervalSeconds
 		c.cpu.samples++
 	}
@@ -509,6 +515,10 @@ func (c *Container) baseline(now time.Time, r *resource, req, lim int64) Change 
 	switch {
 	case t > fr*(1+c.cfg.GrowBand) && t-fr >= step:
 		r.shrinkSince = time.Time{}
+		if c.pastLoad(r, fr) {
+			hold.Reason = Reason{Why: WhyLoadGone, Value: ceil(t), Request: req}
+			return hold
+		}
 		return Change{Action: Grow, Request: ceil(t), Reason: Reason{Why: WhyAboveRequest, Memory: r.memory, Value: ceil(t), Request: req}}
 	case t < fr*(1-c.cfg.ShrinkBand) && fr-t >= step && !c.starving(r):
 		if r.shrinkSince.IsZero() {
@@ -529,12 +539,47 @@ func (c *Container) baseline(now time.Time, r *resource, req, lim int64) Change 
 			hold.Reason = Reason{Why: WhyInBand, Memory: r.memory, Value: ceil(t), Request: req}
 			return hold
 		}
+		if c.shrinkUnderLoad(r, n, req, lim) {
+			hold.Reason = Reason{Why: WhyLoadNow, Value: n, Request: req, Limit: ceil(c.cpuDemand)}
+			return hold
+		}
 		return Change{Action: Shrink, Request: n, Reason: Reason{Why: WhyBelowRequest, Memory: r.memory, Value: n, Request: req, Duration: elapsed}}
 	default:
 		r.shrinkSince = time.Time{}
 		hold.Reason = Reason{Why: WhyInBand, Memory: r.memory, Value: ceil(t), Request: req}
 		return hold
 	}
+}
+
+// pastLoad reports that a CPU target above the request comes from load
+// that is over: the latest sample's demand or the latest average of it,
+// plus the margin, fits in the request. Growing then would reserve for a
+// burst already gone (a start-up burst the warm-up kept from the
+// percentiles); the fast path grows if the load comes back. A seeded
+// container's target is the workload's: a new replica is sized for the
+// load its siblings carry before its own arrives, so it grows at once.
+func (c *Container) pastLoad(r *resource, req float64) bool {
+	if r.memory || c.cpuDemand <= 0 || (r.seed != nil && !r.seed.Empty()) {
+		return false
+	}
+	recent := c.cpuDemand
+	if c.cpuLastMean > 0 {
+		recent = min(recent, c.cpuLastMean)
+	}
+	return recent*(1+c.cfg.CPUMargin) <= req
+}
+
+// shrinkUnderLoad reports that a CPU shrink to req would bring the limit
+// under the latest sample's demand plus the margin: the load now needs
+// more than the window's targets said (a burst has begun), the fast path
+// would grow it back within seconds, and the shrink waits for the burst
+// to pass. Without a limit, or one the policy does not move, a request
+// under a burst throttles nothing.
+func (c *Container) shrinkUnderLoad(r *resource, req, curReq, curLim int64) bool {
+	if r.memory || curLim <= 0 || curReq <= 0 || c.bounds.RequestsOnly {
+		return false
+	}
+	return float64(req)*float64(curLim)/float64(curReq) < c.cpuDemand*(1+c.cfg.CPUMargin)
 }
 
 // starving reports signs of starvation that forbid a shrink.

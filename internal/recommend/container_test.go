@@ -183,12 +183,14 @@ func TestReasonStrings(t *testing.T) {
 		{Reason{Why: WhyBudget, Value: 250, Duration: 4 * time.Minute}, "cpu wants 250m but the pod used its resizes for the hour; next in 4m0s"},
 		{Reason{Why: WhyBackoff, Value: 250, Duration: 10 * time.Second, Outcome: "Error"}, "cpu wants 250m but the last resize ended Error; retrying in 10s"},
 		{Reason{Why: WhyCapped, Value: 2500, Limit: 1900, Outcome: "Infeasible"}, "cpu wants 2500m but is capped at 1900m (Infeasible)"},
+		{Reason{Why: WhyLoadGone, Value: 1174, Request: 500}, "cpu target 1174m is above request 500m, but the load that asked for it is over"},
+		{Reason{Why: WhyLoadNow, Value: 32, Request: 63, Limit: 86}, "cpu shrink to 32m waits: demand now is 86m, over the limit it would bring"},
 	} {
 		if got := tc.r.String(); got != tc.want {
 			t.Errorf("%v: got %q, want %q", tc.r.Why, got, tc.want)
 		}
 	}
-	for w := WhyNoData; w <= WhyNotControlled; w++ {
+	for w := WhyNoData; w <= WhyLoadNow; w++ {
 		if w.String() == "" || (Reason{Why: w}).String() == "" {
 			t.Errorf("reason %d has no name or text", w)
 		}

@@ -99,6 +99,9 @@ const (
 	WhyLimitFixed    // starving at a limit the policy does not control (RequestsOnly)
 	WhyNoRequest     // the container has no request to size
 	WhyNotControlled // the policy leaves the resource alone
+	// Baseline, held by the load of now.
+	WhyLoadGone // cpu target above the band from load that is over: hold
+	WhyLoadNow  // cpu shrink due, but the load now needs the limit: hold
 )
 
 var whyNames = [...]string{
@@ -122,6 +125,8 @@ var whyNames = [...]string{
 	WhyLimitFixed:      "LimitFixed",
 	WhyNoRequest:       "NoRequest",
 	WhyNotControlled:   "NotControlled",
+	WhyLoadGone:        "LoadGone",
+	WhyLoadNow:         "LoadNow",
 }
 
 // String returns the reason's name, such as "Throttled".
@@ -209,6 +214,10 @@ func (r Reason) String() string {
 		return r.res() + " has no request to size"
 	case WhyNotControlled:
 		return r.res() + " is not controlled by the policy"
+	case WhyLoadGone:
+		return fmt.Sprintf("cpu target %s is above request %s, but the load that asked for it is over", r.q(r.Value), r.q(r.Request))
+	case WhyLoadNow:
+		return fmt.Sprintf("cpu shrink to %s waits: demand now is %s, over the limit it would bring", r.q(r.Value), r.q(r.Limit))
 	}
 	return r.Why.String()
 }

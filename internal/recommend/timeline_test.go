@@ -488,3 +488,78 @@ func TestFlappingLoadIsBounded(t *testing.T) {
 	}
 	t.Logf("%d resizes in 3h (%d grows, %d shrinks)", len(s.resizes), s.count(Grow, true), s.count(Shrink, true))
 }
+
+// TestStartupBurstIsNotReserved: a start-up burst (800m for 50 s, then
+// 100m) under 200m/400m is served by the fast path, and the baseline does
+// not grow the request for it when the warm-up ends after the burst: the
+// percentiles still remember it, the load no longer asks for it. The old
+// rule grew to 1174m at the first sample after the warm-up.
+func TestStartupBurstIsNotReserved(t *testing.T) {
+	s := newSim(t, DefaultConfig(), Resources{CPURequestMillis: 200, CPULimitMillis: 400, MemRequestBytes: 80 << 20, MemLimitBytes: 80 << 20})
+	s.cpu = step(50, 800, 100)
+	ds := s.run(0, 50)
+	if s.count(Grow, true) == 0 {
+		t.Fatal("the burst was not grown for")
+	}
+	burstReq := s.cur.CPURequestMillis
+	ds = s.run(50, 400)
+	if n := s.count(Grow, true); n != len(s.resizes) || s.cur.CPURequestMillis > burstReq {
+		t.Errorf("after the burst: request %dm (the burst's %dm), resizes %+v; want no grow", s.cur.CPURequestMillis, burstReq, s.resizes)
+	}
+	gone := 0
+	for _, d := range ds {
+		if d.CPU.Reason.Why == WhyLoadGone {
+			gone++
+		}
+	}
+	if gone == 0 {
+		t.Error("no decision after the burst said LoadGone")
+	}
+	// The percentiles forget the burst, and the request comes down.
+	s.run(400, 1800)
+	if s.cur.CPURequestMillis >= burstReq || s.count(Shrink, true) == 0 {
+		t.Errorf("request %dm after 30m (burst %dm), resizes %+v; want shrinks", s.cur.CPURequestMillis, burstReq, s.resizes)
+	}
+	// A sustained rise is still grown for by the baseline: the load then asks for it.
+	s.cpu = step(0, 2000, 2000)
+	s.run(1800, 1900)
+	if s.cur.CPULimitMillis < 2000 {
+		t.Errorf("limit %dm under a 2000m load", s.cur.CPULimitMillis)
+	}
+}
+
+// TestShrinkWaitsForABurst: a shrink that falls due during a burst would
+// bring the limit under the burst's demand, and the fast path would grow
+// it back within seconds; it waits for the burst to pass and is sent then.
+func TestShrinkWaitsForABurst(t *testing.T) {
+	s := newSim(t, DefaultConfig(), Resources{CPURequestMillis: 200, CPULimitMillis: 400, MemRequestBytes: 80 << 20, MemLimitBytes: 80 << 20})
+	s.cpu = step(0, 20, 20)
+	var due int
+	for sec := 0; sec < 3600 && due == 0; sec++ {
+		d := s.run(sec, sec+1)[0]
+		if d.CPU.Reason.Why == WhyStabilizing && d.CPU.Reason.Duration <= time.Second {
+			due = sec + 1
+		}
+	}
+	if due == 0 {
+		t.Fatal("no shrink fell due within an hour")
+	}
+	// A 10 s burst of 300m, over the 200m limit a halving would bring.
+	s.cpu = func(sec int) float64 {
+		if sec >= due && sec < due+10 {
+			return 300
+		}
+		return 20
+	}
+	ds := s.run(due, due+10)
+	if len(s.resizes) != 0 {
+		t.Fatalf("resized during the burst: %+v", s.resizes)
+	}
+	if why := ds[0].CPU.Reason.Why; why != WhyLoadNow {
+		t.Errorf("decision at the burst: %s, want LoadNow", ds[0].CPU.Reason)
+	}
+	s.run(due+10, due+12)
+	if len(s.resizes) != 1 || s.resizes[0].d.CPU.Action != Shrink {
+		t.Errorf("after the burst: resizes %+v, want the shrink", s.resizes)
+	}
+}
