@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -34,6 +35,9 @@ const (
 	ReactionStep = "cpu=400m"
 	// ReactionMark names the load step in a run's trace.
 	ReactionMark = "load step"
+	// ReactionEndedWindow is how long after T3 a run waits for starvation
+	// to end (T4) before it says the pods are still throttled.
+	ReactionEndedWindow = 30 * time.Second
 )
 
 // ReactionLoad returns the wall-3 workload: a Deployment "load" of two
@@ -66,6 +70,10 @@ type ReactionEnv struct {
 	AgentHTTP *http.Client
 	// LoadDir is the host directory of snug-load's control files.
 	LoadDir string
+	// CgroupRoot is where this machine's cgroups are mounted (the lab's
+	// node is this machine): the replicas' throttling is read there for
+	// T4. Empty measures no T4.
+	CgroupRoot string
 	// Timeout bounds the settling before the step and, separately, the
 	// wait for the resize after it; zero means DefaultTimeout.
 	Timeout time.Duration
@@ -102,6 +110,17 @@ type ReactionRun struct {
 	Reaction Reaction
 	// TimedOut is true when no replica moved within the timeout.
 	TimedOut bool
+	// Ended is when starvation ended (T4): the end of the first 2 s in
+	// which every replica's container ran throttled under 5 % of its CFS
+	// periods (quality.Ending), read from their cgroups. Zero when it had
+	// not within ReactionEndedWindow of T3, or was not measured.
+	Ended time.Time
+	// StillThrottled is, when Ended is zero, the share of the replicas'
+	// periods throttled in the last 2 s read; NaN when unknown.
+	StillThrottled float64
+	// EndedMeasured is true when the run watched for T4 (a CgroupRoot,
+	// a T3, replicas resized in place).
+	EndedMeasured bool
 	// Recording is the run's trace, from before the Deployment was created
 	// until the end.
 	Recording *trace.Recording
@@ -416,7 +435,7 @@ type reactionHooks struct {
 // Deployment), Deployment, settle, step, wait for the reaction, finish,
 // cleanup.
 func runReaction(ctx context.Context, env ReactionEnv, name string, hooks reactionHooks) (run *ReactionRun, err error) {
-	run = &ReactionRun{Autoscaler: name}
+	run = &ReactionRun{Autoscaler: name, StillThrottled: math.NaN()}
 	ns, err := CreateNamespace(ctx, env.Client, "snug-bench-"+name+"-", env.timeout())
 	if err != nil {
 		return run, err
@@ -469,6 +488,17 @@ func runReaction(ctx context.Context, env ReactionEnv, name string, hooks reacti
 	for _, p := range pods {
 		podNames = append(podNames, p.Name)
 	}
+	var starve *StarvationWatch
+	if env.CgroupRoot != "" {
+		targets, err := StarvationTargets(pods, ReactionContainer)
+		if err != nil {
+			return run, err
+		}
+		if starve, err = WatchStarvation(ctx, env.CgroupRoot, targets); err != nil {
+			return run, err
+		}
+		defer starve.Stop()
+	}
 	for i, p := range podNames {
 		at, err := WriteLoad(env.LoadDir, p, ReactionStep)
 		if err != nil {
@@ -517,7 +547,36 @@ func runReaction(ctx context.Context, env ReactionEnv, name string, hooks reacti
 	if !run.TimedOut && hooks.finish != nil {
 		hooks.finish(ctx, run, rec)
 	}
+	if starve != nil && !run.TimedOut && !run.Reaction.Recreated {
+		waitEnded(ctx, env, run, starve)
+	}
 	return run, nil
+}
+
+// waitEnded waits for T4, at most ReactionEndedWindow after T3, and
+// records it or how throttled the replicas still are.
+func waitEnded(ctx context.Context, env ReactionEnv, run *ReactionRun, starve *StarvationWatch) {
+	wctx, cancel := context.WithDeadline(ctx, run.Reaction.At.Add(ReactionEndedWindow))
+	defer cancel()
+	at, err := starve.Wait(wctx)
+	if err != nil && ctx.Err() != nil {
+		return
+	}
+	run.EndedMeasured = true
+	if err == nil {
+		run.Ended = at
+		env.logf("  %s: starvation ended %.2fs after the step", run.Autoscaler, at.Sub(run.Step).Seconds())
+		return
+	}
+	if f, ok := starve.Throttled(); ok {
+		run.StillThrottled = f
+	}
+	note := ""
+	if rerr := starve.Err(); rerr != nil {
+		note = " (last read failed: " + rerr.Error() + ")"
+	}
+	env.logf("  %s: still throttled %s after the resize: %.0f%% of periods in the last 2 s%s",
+		run.Autoscaler, ReactionEndedWindow, 100*run.StillThrottled, note)
 }
 
 // CreateSnugPolicy creates p in ns, retrying while the SnugPolicy CRD is
