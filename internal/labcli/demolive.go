@@ -333,7 +333,11 @@ func (d *demoRun) step(ctx context.Context, targets string, stop stopWhen, ended
 	sum.StatusAt = seen
 	sum.After = podFacts(after)
 	// The final table, once.
-	fmt.Fprintf(d.out, "\n   %s  the pod's status shows cpu %s: snug status -n %s\n", seen.Format("15:04:05.000"), sum.After.CPU, d.ns)
+	if sum.EndWatched {
+		fmt.Fprintf(d.out, "\n   %s  snug status -n %s\n", time.Now().Format("15:04:05.000"), d.ns)
+	} else {
+		fmt.Fprintf(d.out, "\n   %s  the pod's status shows cpu %s: snug status -n %s\n", seen.Format("15:04:05.000"), sum.After.CPU, d.ns)
+	}
 	if code := cli.Run(ctx, []string{"status", "--kubeconfig", d.o.lab.Kubeconfig(), "-n", d.ns}, sw, sw); code != 0 {
 		return nil, fmt.Errorf("snug status -n %s exited %d", d.ns, code)
 	}
@@ -346,7 +350,7 @@ func (d *demoRun) step(ctx context.Context, targets string, stop stopWhen, ended
 		return nil, err
 	}
 	sum.Resizes = c.Autoscale.ResizesAfter(sum.Step)
-	d.shown = sum.Resizes[0].SentAt
+	d.shown = sum.Resizes[len(sum.Resizes)-1].SentAt
 	return sum, nil
 }
 
