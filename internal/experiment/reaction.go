@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -548,14 +549,14 @@ func runReaction(ctx context.Context, env ReactionEnv, name string, hooks reacti
 		hooks.finish(ctx, run, rec)
 	}
 	if starve != nil && !run.TimedOut && !run.Reaction.Recreated {
-		waitEnded(ctx, env, run, starve)
+		waitEnded(ctx, env, run, starve, rec)
 	}
 	return run, nil
 }
 
 // waitEnded waits for T4, at most ReactionEndedWindow after T3, and
 // records it or how throttled the replicas still are.
-func waitEnded(ctx context.Context, env ReactionEnv, run *ReactionRun, starve *StarvationWatch) {
+func waitEnded(ctx context.Context, env ReactionEnv, run *ReactionRun, starve *StarvationWatch, rec *trace.Recorder) {
 	wctx, cancel := context.WithDeadline(ctx, run.Reaction.At.Add(ReactionEndedWindow))
 	defer cancel()
 	at, err := starve.Wait(wctx)
@@ -565,7 +566,7 @@ func waitEnded(ctx context.Context, env ReactionEnv, run *ReactionRun, starve *S
 	run.EndedMeasured = true
 	if err == nil {
 		run.Ended = at
-		env.logf("  %s: starvation ended %.2fs after the step", run.Autoscaler, at.Sub(run.Step).Seconds())
+		env.logf("  %s: starvation ended %.2fs after the step, at actual cpu %s", run.Autoscaler, at.Sub(run.Step).Seconds(), actualCPUs(rec.Recording(), ReactionContainer))
 		return
 	}
 	if f, ok := starve.Throttled(); ok {
@@ -575,8 +576,33 @@ func waitEnded(ctx context.Context, env ReactionEnv, run *ReactionRun, starve *S
 	if rerr := starve.Err(); rerr != nil {
 		note = " (last read failed: " + rerr.Error() + ")"
 	}
-	env.logf("  %s: still throttled %s after the resize: %.0f%% of periods in the last 2 s%s",
-		run.Autoscaler, ReactionEndedWindow, 100*run.StillThrottled, note)
+	env.logf("  %s: still throttled %s after the resize: %.0f%% of periods in the last 2 s, at actual cpu %s%s",
+		run.Autoscaler, ReactionEndedWindow, 100*run.StillThrottled, actualCPUs(rec.Recording(), ReactionContainer), note)
+}
+
+// actualCPUs is each pod's latest actual cpu request/limit for container
+// in rec, in the order the pods first appear: "110m/220m, 313m/626m".
+func actualCPUs(rec *trace.Recording, container string) string {
+	var order []string
+	last := map[string]string{}
+	for _, s := range rec.Samples {
+		c, ok := containerOf(s, container)
+		if !ok || c.Actual == nil || s.Deleted {
+			continue
+		}
+		if _, seen := last[s.Pod]; !seen {
+			order = append(order, s.Pod)
+		}
+		last[s.Pod] = fmt.Sprintf("%dm/%dm", c.Actual.CPURequestMillis, c.Actual.CPULimitMillis)
+	}
+	if len(order) == 0 {
+		return "unknown"
+	}
+	out := make([]string, len(order))
+	for i, p := range order {
+		out[i] = last[p]
+	}
+	return strings.Join(out, ", ")
 }
 
 // CreateSnugPolicy creates p in ns, retrying while the SnugPolicy CRD is
