@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -34,6 +36,9 @@ const (
 	ReactionStep = "cpu=400m"
 	// ReactionMark names the load step in a run's trace.
 	ReactionMark = "load step"
+	// ReactionEndedWindow is how long after T3 a run waits for starvation
+	// to end (T4) before it says the pods are still throttled.
+	ReactionEndedWindow = 30 * time.Second
 )
 
 // ReactionLoad returns the wall-3 workload: a Deployment "load" of two
@@ -66,6 +71,10 @@ type ReactionEnv struct {
 	AgentHTTP *http.Client
 	// LoadDir is the host directory of snug-load's control files.
 	LoadDir string
+	// CgroupRoot is where this machine's cgroups are mounted (the lab's
+	// node is this machine): the replicas' throttling is read there for
+	// T4. Empty measures no T4.
+	CgroupRoot string
 	// Timeout bounds the settling before the step and, separately, the
 	// wait for the resize after it; zero means DefaultTimeout.
 	Timeout time.Duration
@@ -102,6 +111,17 @@ type ReactionRun struct {
 	Reaction Reaction
 	// TimedOut is true when no replica moved within the timeout.
 	TimedOut bool
+	// Ended is when starvation ended (T4): the end of the first 2 s in
+	// which every replica's container ran throttled under 5 % of its CFS
+	// periods (quality.Ending), read from their cgroups. Zero when it had
+	// not within ReactionEndedWindow of T3, or was not measured.
+	Ended time.Time
+	// StillThrottled is, when Ended is zero, the share of the replicas'
+	// periods throttled in the last 2 s read; NaN when unknown.
+	StillThrottled float64
+	// EndedMeasured is true when the run watched for T4 (a CgroupRoot,
+	// a T3, replicas resized in place).
+	EndedMeasured bool
 	// Recording is the run's trace, from before the Deployment was created
 	// until the end.
 	Recording *trace.Recording
@@ -416,7 +436,7 @@ type reactionHooks struct {
 // Deployment), Deployment, settle, step, wait for the reaction, finish,
 // cleanup.
 func runReaction(ctx context.Context, env ReactionEnv, name string, hooks reactionHooks) (run *ReactionRun, err error) {
-	run = &ReactionRun{Autoscaler: name}
+	run = &ReactionRun{Autoscaler: name, StillThrottled: math.NaN()}
 	ns, err := CreateNamespace(ctx, env.Client, "snug-bench-"+name+"-", env.timeout())
 	if err != nil {
 		return run, err
@@ -469,6 +489,17 @@ func runReaction(ctx context.Context, env ReactionEnv, name string, hooks reacti
 	for _, p := range pods {
 		podNames = append(podNames, p.Name)
 	}
+	var starve *StarvationWatch
+	if env.CgroupRoot != "" {
+		targets, err := StarvationTargets(pods, ReactionContainer)
+		if err != nil {
+			return run, err
+		}
+		if starve, err = WatchStarvation(ctx, env.CgroupRoot, targets); err != nil {
+			return run, err
+		}
+		defer starve.Stop()
+	}
 	for i, p := range podNames {
 		at, err := WriteLoad(env.LoadDir, p, ReactionStep)
 		if err != nil {
@@ -517,7 +548,61 @@ func runReaction(ctx context.Context, env ReactionEnv, name string, hooks reacti
 	if !run.TimedOut && hooks.finish != nil {
 		hooks.finish(ctx, run, rec)
 	}
+	if starve != nil && !run.TimedOut && !run.Reaction.Recreated {
+		waitEnded(ctx, env, run, starve, rec)
+	}
 	return run, nil
+}
+
+// waitEnded waits for T4, at most ReactionEndedWindow after T3, and
+// records it or how throttled the replicas still are.
+func waitEnded(ctx context.Context, env ReactionEnv, run *ReactionRun, starve *StarvationWatch, rec *trace.Recorder) {
+	wctx, cancel := context.WithDeadline(ctx, run.Reaction.At.Add(ReactionEndedWindow))
+	defer cancel()
+	at, err := starve.Wait(wctx)
+	if err != nil && ctx.Err() != nil {
+		return
+	}
+	run.EndedMeasured = true
+	if err == nil {
+		run.Ended = at
+		env.logf("  %s: starvation ended %.2fs after the step, at actual cpu %s", run.Autoscaler, at.Sub(run.Step).Seconds(), actualCPUs(rec.Recording(), ReactionContainer))
+		return
+	}
+	if f, ok := starve.Throttled(); ok {
+		run.StillThrottled = f
+	}
+	note := ""
+	if rerr := starve.Err(); rerr != nil {
+		note = " (last read failed: " + rerr.Error() + ")"
+	}
+	env.logf("  %s: still throttled %s after the resize: %.0f%% of periods in the last 2 s, at actual cpu %s%s",
+		run.Autoscaler, ReactionEndedWindow, 100*run.StillThrottled, actualCPUs(rec.Recording(), ReactionContainer), note)
+}
+
+// actualCPUs is each pod's latest actual cpu request/limit for container
+// in rec, in the order the pods first appear: "110m/220m, 313m/626m".
+func actualCPUs(rec *trace.Recording, container string) string {
+	var order []string
+	last := map[string]string{}
+	for _, s := range rec.Samples {
+		c, ok := containerOf(s, container)
+		if !ok || c.Actual == nil || s.Deleted {
+			continue
+		}
+		if _, seen := last[s.Pod]; !seen {
+			order = append(order, s.Pod)
+		}
+		last[s.Pod] = fmt.Sprintf("%dm/%dm", c.Actual.CPURequestMillis, c.Actual.CPULimitMillis)
+	}
+	if len(order) == 0 {
+		return "unknown"
+	}
+	out := make([]string, len(order))
+	for i, p := range order {
+		out[i] = last[p]
+	}
+	return strings.Join(out, ", ")
 }
 
 // CreateSnugPolicy creates p in ns, retrying while the SnugPolicy CRD is

@@ -120,3 +120,20 @@ func TestReactionTo(t *testing.T) {
 		t.Error("reactionTo found a resize to 200m that never happened")
 	}
 }
+
+func TestActualCPUs(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	rec := &trace.Recording{Samples: []trace.Sample{
+		sample(t0, "a", 50, 50, 50, 100),
+		sample(t0, "b", 50, 50, -1, 0),
+		sample(t0.Add(time.Second), "b", 125, 125, 125, 250),
+		sample(t0.Add(2*time.Second), "a", 313, 313, 313, 626),
+		sample(t0.Add(3*time.Second), "a", 313, 313, -1, 0), // no actual: the last one stands
+	}}
+	if got, want := actualCPUs(rec, ReactionContainer), "313m/626m, 125m/250m"; got != want {
+		t.Errorf("actualCPUs = %q, want %q", got, want)
+	}
+	if got := actualCPUs(&trace.Recording{}, ReactionContainer); got != "unknown" {
+		t.Errorf("actualCPUs of nothing = %q, want unknown", got)
+	}
+}

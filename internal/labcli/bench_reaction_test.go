@@ -70,38 +70,42 @@ func TestMedianP95(t *testing.T) {
 }
 
 func TestReactionTable(t *testing.T) {
-	nan := math.NaN()
+	nan, never := math.NaN(), math.Inf(1)
 	snug := []reactionRow{
-		{T1: 0.9, T2: 1.0, T3: 1.3, Kubelet: 0.2, How: "in place", CPU: "50m/100m -> 100m/200m"},
-		{T1: 1.1, T2: 1.2, T3: 1.6, Kubelet: 0.25, How: "in place", CPU: "50m/100m -> 100m/200m"},
-		{T1: 0.8, T2: 0.9, T3: 1.1, Kubelet: 0.15, How: "in place", CPU: "50m/100m -> 100m/200m"},
+		{T1: 0.9, T2: 1.0, T3: 1.3, T4: 3.3, Kubelet: 0.2, StillThrottled: nan, How: "in place", CPU: "50m/100m -> 100m/200m"},
+		{T1: 1.1, T2: 1.2, T3: 1.6, T4: never, Kubelet: 0.25, StillThrottled: 0.42, How: "in place", CPU: "50m/100m -> 100m/200m"},
+		{T1: 0.8, T2: 0.9, T3: 1.1, T4: 5.0, Kubelet: 0.15, StillThrottled: nan, How: "in place", CPU: "50m/100m -> 100m/200m"},
 	}
 	vpaRows := []reactionRow{
-		{T1: nan, T2: 60, T3: 125, Kubelet: 0.3, How: "in place", CPU: "50m/100m -> 138m/276m"},
-		{T1: nan, T2: 70, T3: nan, Kubelet: nan, How: "timed out", CPU: "-"},
+		{T1: nan, T2: 60, T3: 125, T4: never, Kubelet: 0.3, StillThrottled: nan, How: "in place", CPU: "50m/100m -> 138m/276m"},
+		{T1: nan, T2: 70, T3: nan, T4: nan, Kubelet: nan, StillThrottled: nan, How: "timed out", CPU: "-"},
 	}
 	var b bytes.Buffer
 	writeReactionTable(&b, "snug", "v1.35.4", snug)
 	writeReactionTable(&b, "vpa", "v1.35.4", vpaRows)
 	writeReactionComparison(&b, "v1.35.4", snug, vpaRows)
 	want := `snug on Kubernetes v1.35.4: seconds from the load step (3 runs)
-RUN     T1    T2    T3    T3-T2  KUBELET  HOW       CPU request/limit
-1       0.90  1.00  1.30  0.30   0.20     in place  50m/100m -> 100m/200m
-2       1.10  1.20  1.60  0.40   0.25     in place  50m/100m -> 100m/200m
-3       0.80  0.90  1.10  0.20   0.15     in place  50m/100m -> 100m/200m
-median  0.90  1.00  1.30  0.30   0.20               
-p95     1.10  1.20  1.60  0.40   0.25               
+RUN     T1    T2    T3    T4     T3-T2  KUBELET  HOW       CPU request/limit
+1       0.90  1.00  1.30  3.30   0.30   0.20     in place  50m/100m -> 100m/200m
+2       1.10  1.20  1.60  never  0.40   0.25     in place  50m/100m -> 100m/200m
+3       0.80  0.90  1.10  5.00   0.20   0.15     in place  50m/100m -> 100m/200m
+median  0.90  1.00  1.30  5.00   0.30   0.20               
+p95     1.10  1.20  1.60  never  0.40   0.25               
+run 2: starvation had not ended 30s after T3: still throttled, 42% of periods in the last 2 s
 goal: median T3 <= 2 s (1.30: met), p95 T3 <= 5 s (1.60: met)
+goal: starvation ended within 4 s (p50) of a 4x CPU step: median T4 5.00 (not met)
 vpa on Kubernetes v1.35.4: seconds from the load step (2 runs)
-RUN     T1  T2     T3      T3-T2  KUBELET  HOW        CPU request/limit
-1       -   60.00  125.00  65.00  0.30     in place   50m/100m -> 138m/276m
-2       -   70.00  -       -      -        timed out  -
-median  -   65.00  125.00  65.00  0.30                
-p95     -   70.00  125.00  65.00  0.30                
+RUN     T1  T2     T3      T4     T3-T2  KUBELET  HOW        CPU request/limit
+1       -   60.00  125.00  never  65.00  0.30     in place   50m/100m -> 138m/276m
+2       -   70.00  -       -      -      -        timed out  -
+median  -   65.00  125.00  never  65.00  0.30                
+p95     -   70.00  125.00  never  65.00  0.30                
+run 1: starvation had not ended 30s after T3: still throttled, an unknown share of periods in the last 2 s
 side by side on Kubernetes v1.35.4: median seconds from the load step
          snug  vpa     vpa/snug
 T2       1.00  65.00   65x
 T3       1.30  125.00  96x
+T4       5.00  never   -
 T3-T2    0.30  65.00   217x
 KUBELET  0.20  0.30    1.5x
 `

@@ -160,7 +160,7 @@ func runDemoExperiments(ctx context.Context, o *demoOptions, out io.Writer) (err
 		Client:     client,
 		Kubectl:    filepath.Join(o.lab.BinDir(), "kubectl"),
 		Kubeconfig: o.lab.Kubeconfig(),
-		CgroupRoot: "/sys/fs/cgroup",
+		CgroupRoot: labCgroupRoot,
 		OnStep:     table.row,
 	}
 

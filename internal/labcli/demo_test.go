@@ -3,6 +3,7 @@ package labcli
 import (
 	"bytes"
 	"io"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -89,6 +90,24 @@ func TestDemoSummary(t *testing.T) {
 	if diff := cmp.Diff(want, s.format()); diff != "" {
 		t.Errorf("summary (-want +got):\n%s", diff)
 	}
+
+	// After the grow the demo waits for the pod's starvation to end, and
+	// says when, or how throttled it still is.
+	s.EndWatched, s.Ended, s.EndCPU = true, step.Add(5120*time.Millisecond), "300m/600m"
+	ended := "     step -> starvation ended       5.12s  (throttled under 5% of periods for 2 s; actual cpu then 300m/600m)\n"
+	if got := s.format(); !strings.Contains(got, "     step -> status shows it        1.93s  (actual cpu 50m/100m -> 120m/240m)\n"+ended) {
+		t.Errorf("summary lacks %q after the status line:\n%s", ended, got)
+	}
+	s.Ended, s.StillThrottled = time.Time{}, 0.384
+	still := "     starvation not ended         still throttled: 38% of periods 30s after the status (actual cpu then 300m/600m)\n"
+	if got := s.format(); !strings.Contains(got, still) {
+		t.Errorf("summary lacks %q:\n%s", still, got)
+	}
+	s.StillThrottled = math.NaN()
+	if got := s.format(); !strings.Contains(got, "     starvation not ended         still throttled 30s after") {
+		t.Errorf("summary without a throttled share:\n%s", got)
+	}
+	s.EndWatched = false
 
 	// A shrink, a restart and a QoS change say so.
 	s.Before, s.After = s.After, s.Before

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -36,6 +37,9 @@ const (
 	// load step, and demoSettleTimeout bounds that wait.
 	demoQuiet         = 5 * time.Second
 	demoSettleTimeout = 90 * time.Second
+	// demoEndedTimeout bounds the wait, after the status shows the grow,
+	// for the pod's starvation to end.
+	demoEndedTimeout = 30 * time.Second
 )
 
 const demoIntro = `snug-lab demo: snug grows a running pod in place when its load steps up
@@ -52,8 +56,9 @@ This demo runs both on a one-node Kubernetes on this machine, "the lab":
   2. a SnugPolicy (updateMode InPlace) over a Deployment of one snug-load pod
      burning 50m of CPU under a 100m limit
   3. a load step to 400m, and snug status --watch catching snug's resize
-  4. a summary: seconds from the step to the agent's decision, its patch and
-     the pod's status; restarts; QoS class
+  4. a summary: seconds from the step to the agent's decision, its patch,
+     the pod's status and the end of its starvation (its cgroup throttled
+     under 5 % of CFS periods for 2 s); restarts; QoS class
 --shrink adds the load's drop and the slow shrink; --experiments runs the
 field report's experiments 1 and 3 instead.
 `
@@ -107,7 +112,7 @@ func runDemoLive(ctx context.Context, o *demoOptions, stdout io.Writer) (err err
 	if err := d.settle(ctx); err != nil {
 		return err
 	}
-	sum, err := d.step(ctx, "cpu=400m", growStop)
+	sum, err := d.step(ctx, "cpu=400m", growStop, true)
 	if err != nil {
 		return err
 	}
@@ -245,21 +250,38 @@ func growStop(before, now podState) bool   { return now.CPULimitMilli > before.C
 func shrinkStop(before, now podState) bool { return now.CPURequestMilli < before.CPURequestMilli }
 
 // step writes the load targets, shows snug status --watch until the pod's
-// actual cpu satisfies stop (or the timeout), and returns what it saw.
-func (d *demoRun) step(ctx context.Context, targets string, stop stopWhen) (*demoSummary, error) {
+// actual cpu satisfies stop (or the timeout) and, with ended, on until its
+// starvation ended (at most demoEndedTimeout more), and returns what it
+// saw.
+func (d *demoRun) step(ctx context.Context, targets string, stop stopWhen, ended bool) (*demoSummary, error) {
 	before, err := d.client.CoreV1().Pods(d.ns).Get(ctx, d.pod, metav1.GetOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("reading pod %s: %w", d.pod, err)
 	}
-	sum := &demoSummary{Targets: targets, Before: podFacts(before)}
+	sum := &demoSummary{Targets: targets, Before: podFacts(before), StillThrottled: math.NaN()}
+	then := ""
+	if ended {
+		then = ",\n   then until its starvation ended"
+	}
+	var starve *experiment.StarvationWatch
+	if ended {
+		cgs, err := experiment.StarvationTargets([]corev1.Pod{*before}, "app")
+		if err != nil {
+			return nil, err
+		}
+		if starve, err = experiment.WatchStarvation(ctx, labCgroupRoot, cgs); err != nil {
+			return nil, err
+		}
+		defer starve.Stop()
+	}
 	fmt.Fprintf(d.out, `
 == Load step: %s, and snug status --watch
    The table is snug status --watch -n %s: CPU and MEMORY are the
    desired request/limit (the pod's spec); while the kubelet has not applied
    them yet, "(alloc ..., actual ...)" follows. Lines marked >> come from the
    agent's JSON API. Watching until the pod's status (its containerStatuses'
-   resources) shows the new cpu (at most %v).
-`, targets, d.ns, d.o.timeout)
+   resources) shows the new cpu (at most %v)%s.
+`, targets, d.ns, d.o.timeout, then)
 
 	sum.Step, err = experiment.WriteLoad(d.o.lab.LoadDir(), d.pod, targets)
 	if err != nil {
@@ -290,6 +312,16 @@ func (d *demoRun) step(ctx context.Context, targets string, stop stopWhen) (*dem
 		now := podFacts(p)
 		return now.CPU != "" && stop(sum.Before, now)
 	})
+	if err == nil && starve != nil {
+		fmt.Fprintf(d.out, "\n   %s  the pod's status shows cpu %s (t+%.2fs). Is the pod still starved? Reading its cgroup's\n"+
+			"   cpu.stat every second (at most %v more) until every second of 2 s ran throttled under 5 %% of its CFS periods\n",
+			seen.Format("15:04:05.000"), podFacts(after).CPU, seen.Sub(sum.Step).Seconds(), demoEndedTimeout)
+		if err = d.waitEnded(ctx, sum, starve, seen); err != nil {
+			stopWatch()
+			wg.Wait()
+			return nil, err
+		}
+	}
 	stopWatch()
 	wg.Wait()
 	switch {
@@ -301,7 +333,11 @@ func (d *demoRun) step(ctx context.Context, targets string, stop stopWhen) (*dem
 	sum.StatusAt = seen
 	sum.After = podFacts(after)
 	// The final table, once.
-	fmt.Fprintf(d.out, "\n   %s  the pod's status shows cpu %s: snug status -n %s\n", seen.Format("15:04:05.000"), sum.After.CPU, d.ns)
+	if sum.EndWatched {
+		fmt.Fprintf(d.out, "\n   %s  snug status -n %s\n", time.Now().Format("15:04:05.000"), d.ns)
+	} else {
+		fmt.Fprintf(d.out, "\n   %s  the pod's status shows cpu %s: snug status -n %s\n", seen.Format("15:04:05.000"), sum.After.CPU, d.ns)
+	}
 	if code := cli.Run(ctx, []string{"status", "--kubeconfig", d.o.lab.Kubeconfig(), "-n", d.ns}, sw, sw); code != 0 {
 		return nil, fmt.Errorf("snug status -n %s exited %d", d.ns, code)
 	}
@@ -314,8 +350,35 @@ func (d *demoRun) step(ctx context.Context, targets string, stop stopWhen) (*dem
 		return nil, err
 	}
 	sum.Resizes = c.Autoscale.ResizesAfter(sum.Step)
-	d.shown = sum.Resizes[0].SentAt
+	d.shown = sum.Resizes[len(sum.Resizes)-1].SentAt
 	return sum, nil
+}
+
+// waitEnded waits, at most demoEndedTimeout after status, until the pod's
+// starvation ended, and records when, or how throttled it still is, and
+// its actual cpu then.
+func (d *demoRun) waitEnded(ctx context.Context, sum *demoSummary, starve *experiment.StarvationWatch, status time.Time) error {
+	wctx, cancel := context.WithDeadline(ctx, status.Add(demoEndedTimeout))
+	defer cancel()
+	at, err := starve.Wait(wctx)
+	if err != nil && ctx.Err() != nil {
+		return ctx.Err()
+	}
+	sum.EndWatched = true
+	if err == nil {
+		sum.Ended = at
+		fmt.Fprintf(d.out, "   %s  starvation ended t+%.2fs\n", at.Format("15:04:05.000"), at.Sub(sum.Step).Seconds())
+	} else {
+		if f, ok := starve.Throttled(); ok {
+			sum.StillThrottled = f
+		}
+		fmt.Fprintf(d.out, "   %s  %s, %v after the status showed the grow: going on\n",
+			time.Now().Format("15:04:05.000"), sum.stillThrottled(), demoEndedTimeout)
+	}
+	if p, err := d.client.CoreV1().Pods(d.ns).Get(ctx, d.pod, metav1.GetOptions{}); err == nil {
+		sum.EndCPU = podFacts(p).CPU
+	}
+	return nil
 }
 
 // narrate prints the agent's decisions and resizes after since as they
@@ -362,7 +425,7 @@ func (d *demoRun) shrink(ctx context.Context) error {
 		return err
 	}
 	d.o.timeout = max(d.o.timeout, demoStabilizationSeconds*time.Second+4*time.Minute)
-	sum, err := d.step(ctx, "cpu=50m", shrinkStop)
+	sum, err := d.step(ctx, "cpu=50m", shrinkStop, false)
 	if err != nil {
 		return err
 	}
@@ -524,6 +587,22 @@ type demoSummary struct {
 	// Resizes are the agent's resizes decided after the step, as its API
 	// had them once the status showed the first.
 	Resizes []agent.ResizeJSON
+	// EndWatched is true when the demo waited for the pod's starvation to
+	// end; Ended is when it did (zero: not within demoEndedTimeout), and
+	// StillThrottled, otherwise, the share of its CFS periods throttled in
+	// the last 2 s (NaN: unknown). EndCPU is the actual cpu then.
+	EndWatched     bool
+	Ended          time.Time
+	StillThrottled float64
+	EndCPU         string
+}
+
+// stillThrottled is the line for a starvation that had not ended.
+func (s *demoSummary) stillThrottled() string {
+	if math.IsNaN(s.StillThrottled) {
+		return "still throttled"
+	}
+	return fmt.Sprintf("still throttled: %.0f%% of periods", 100*s.StillThrottled)
 }
 
 // format is the summary's text: the seconds from the step to the first
@@ -542,6 +621,13 @@ func (s *demoSummary) format() string {
 		fmt.Fprintf(&b, "     step -> patch accepted       %6.2fs\n", decided+r.DecisionToPatchSeconds)
 	}
 	fmt.Fprintf(&b, "     step -> status shows it      %6.2fs  (actual cpu %s -> %s)\n", s.StatusAt.Sub(s.Step).Seconds(), s.Before.CPU, s.After.CPU)
+	switch {
+	case !s.EndWatched:
+	case !s.Ended.IsZero():
+		fmt.Fprintf(&b, "     step -> starvation ended     %6.2fs  (throttled under 5%% of periods for 2 s; actual cpu then %s)\n", s.Ended.Sub(s.Step).Seconds(), s.EndCPU)
+	default:
+		fmt.Fprintf(&b, "     starvation not ended         %s %v after the status (actual cpu then %s)\n", s.stillThrottled(), demoEndedTimeout, s.EndCPU)
+	}
 	if len(s.Resizes) > 1 {
 		fmt.Fprintf(&b, "     resizes after the step       %d (the agent records them as they complete)\n", len(s.Resizes))
 	}

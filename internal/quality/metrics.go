@@ -59,11 +59,12 @@ type Metrics struct {
 	usage [][]usageSeries // static run only: what KRR reads
 	// lastResized is the last second each pod counted a resize.
 	lastResized []int
-	// ok[step][pod][container] counts consecutive calm seconds after the
-	// step; ended[step] is set once all are calm for EndedSeconds.
-	steps   []int
-	calm    [][][]int
-	stepEnd []int
+	// endings follow each step (Ending); throttled is this second's
+	// throttled fraction per container (NaN: not running), at first[pod]+c.
+	steps     []int
+	endings   []*Ending
+	throttled []float64
+	first     []int
 }
 
 type usageSeries struct {
@@ -88,14 +89,14 @@ func newMetrics(tr *trace.Trace, sizer string) *Metrics {
 	for i := range m.lastResized {
 		m.lastResized[i] = -1
 	}
-	m.stepEnd = make([]int, len(tr.Steps))
-	for i := range tr.Steps {
-		m.stepEnd[i] = -1
-		var pods [][]int
-		for _, p := range tr.Pods {
-			pods = append(pods, make([]int, len(p.Containers)))
+	for _, p := range tr.Pods {
+		m.first = append(m.first, len(m.throttled))
+		for range p.Containers {
+			m.throttled = append(m.throttled, math.NaN())
 		}
-		m.calm = append(m.calm, pods)
+	}
+	for range tr.Steps {
+		m.endings = append(m.endings, NewEnding(len(m.throttled)))
 	}
 	if sizer == "static" {
 		for _, p := range tr.Pods {
@@ -139,7 +140,12 @@ func (m *Metrics) add(p, c, t int, s node.Second, r node.Resources) {
 		a.memLim += l
 		a.memLimSlack += math.Max(0, l-s.MemBytes)
 	}
-	calm := s.Running && s.ThrottledFraction < ThrottledSecond
+	throttled := math.NaN()
+	if s.Running {
+		throttled = s.ThrottledFraction
+	}
+	m.throttled[m.first[p]+c] = throttled
+	calm := Calm(throttled)
 	if s.Running {
 		a.running++
 		if !calm {
@@ -153,16 +159,6 @@ func (m *Metrics) add(p, c, t int, s node.Second, r node.Resources) {
 			a.minHeadroom = math.Min(a.minHeadroom, (ref-s.MemBytes)/ref)
 		}
 	}
-	for i, st := range m.steps {
-		if t < st || m.stepEnd[i] >= 0 {
-			continue
-		}
-		if calm {
-			m.calm[i][p][c]++
-		} else {
-			m.calm[i][p][c] = 0
-		}
-	}
 	if m.usage != nil {
 		u := &m.usage[p][c]
 		u.cpu = append(u.cpu, s.CPUUsageMillis)
@@ -170,21 +166,12 @@ func (m *Metrics) add(p, c, t int, s node.Second, r node.Resources) {
 	}
 }
 
-// endSecond closes second t: a step whose containers have all been calm
-// for EndedSeconds has ended.
+// endSecond closes second t: each step at or before t takes in the
+// second's throttled fractions (Ending).
 func (m *Metrics) endSecond(t int) {
 	for i, st := range m.steps {
-		if t < st || m.stepEnd[i] >= 0 {
-			continue
-		}
-		all := true
-		for _, pod := range m.calm[i] {
-			for _, n := range pod {
-				all = all && n >= EndedSeconds
-			}
-		}
-		if all {
-			m.stepEnd[i] = t + 1
+		if t >= st {
+			m.endings[i].Observe(1, m.throttled)
 		}
 	}
 }
@@ -211,12 +198,8 @@ func (m *Metrics) finish() {
 	m.CPURequestCoreHours = a.cpuReq / 1000 / 3600
 	m.MemRequestGiBHours = a.memReq / (1 << 30) / 3600
 	m.Ended = make([]float64, len(m.steps))
-	for i, st := range m.steps {
-		if m.stepEnd[i] < 0 {
-			m.Ended[i] = math.NaN()
-		} else {
-			m.Ended[i] = float64(m.stepEnd[i] - st)
-		}
+	for i := range m.steps {
+		m.Ended[i], _ = m.endings[i].Ended()
 	}
 }
 

@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"os/exec"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -44,10 +45,24 @@ func TestBenchReaction(t *testing.T) {
 			if r["HOW"] != "in" { // "in place", split on spaces
 				t.Errorf("row %s: HOW %q, want in place", name, r["HOW"])
 			}
+			// T4, starvation ended, comes after T3, or the run says
+			// plainly that it did not come.
+			if r["T4"] == "never" {
+				if !strings.Contains(string(out), "run "+name+": starvation had not ended 30s after T3: still throttled, ") {
+					t.Errorf("row %s: T4 never, without the line saying how throttled", name)
+				}
+			} else if t4, err := strconv.ParseFloat(r["T4"], 64); err != nil || t4 < t3 {
+				t.Errorf("row %s: T4 %q, want seconds at or after T3 (%.2f), or never", name, r["T4"], t3)
+			}
 		}
 	}
 	if !strings.Contains(string(out), "goal: median T3 <= 2 s") {
-		t.Error("no goal line")
+		t.Error("no goal line for T3")
+	}
+	if m := regexp.MustCompile(`goal: starvation ended within 4 s \(p50\) of a 4x CPU step: median T4 (\S+) \((met|not met)\)`).FindStringSubmatch(string(out)); m == nil {
+		t.Error("no goal line for T4")
+	} else {
+		t.Logf("BENCH %s median T3 %s, median T4 %s (%s)", labOpts.KubernetesVersion, rows["median"]["T3"], m[1], m[2])
 	}
 }
 

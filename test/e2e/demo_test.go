@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -63,10 +64,31 @@ func TestDemo(t *testing.T) {
 	if !regexp.MustCompile(`restarts\s+0 -> 0\n`).MatchString(text) {
 		t.Errorf("output lacks the summary's restarts 0 -> 0")
 	}
+	t3 := -1.0
 	if m := regexp.MustCompile(`step -> status shows it\s+([0-9.]+)s  \(actual cpu (\S+) -> (\S+)\)`).FindStringSubmatch(text); m == nil {
 		t.Errorf("output lacks the step -> status figure")
 	} else {
+		t3, _ = strconv.ParseFloat(m[1], 64)
 		t.Logf("DEMO %s step->status %ss, actual cpu %s -> %s", labOpts.KubernetesVersion, m[1], m[2], m[3])
+	}
+	// After T3 the demo waits for the pod's starvation to end (T4, read
+	// from its cgroup), or says how throttled it still is.
+	ended := regexp.MustCompile(`step -> starvation ended\s+([0-9.]+)s  \(throttled under 5% of periods for 2 s; actual cpu then (\S+)\)`).FindStringSubmatch(text)
+	still := regexp.MustCompile(`starvation not ended\s+still throttled: ([0-9]+)% of periods 30s after the status \(actual cpu then (\S+)\)`).FindStringSubmatch(text)
+	switch {
+	case ended != nil:
+		t4, _ := strconv.ParseFloat(ended[1], 64)
+		if t4 < t3 || !strings.Contains(text, "starvation ended t+") {
+			t.Errorf("starvation ended at %.2fs, before the status showed the grow (%.2fs), or without its live line", t4, t3)
+		}
+		t.Logf("DEMO %s step->starvation ended %ss, actual cpu then %s", labOpts.KubernetesVersion, ended[1], ended[2])
+	case still != nil:
+		if n, _ := strconv.Atoi(still[1]); n <= 0 || n > 100 {
+			t.Errorf("still throttled %s%% of periods: want 1-100 %% (starvation would have ended under 5 %%)", still[1])
+		}
+		t.Logf("DEMO %s starvation not ended: still throttled %s%% of periods, actual cpu then %s", labOpts.KubernetesVersion, still[1], still[2])
+	default:
+		t.Errorf("output lacks both the starvation ended figure and the still throttled line")
 	}
 
 	// The lab is still up, the demo's namespace gone, and snug uninstalled.
