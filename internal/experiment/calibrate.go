@@ -20,6 +20,7 @@ import (
 	"github.com/snug-dev/snug/api/v1alpha1"
 	policyclient "github.com/snug-dev/snug/api/v1alpha1/client"
 	"github.com/snug-dev/snug/internal/cgroup"
+	"github.com/snug-dev/snug/internal/lab/vpa"
 	"github.com/snug-dev/snug/internal/loadgen"
 	"github.com/snug-dev/snug/internal/quality"
 	"github.com/snug-dev/snug/internal/quality/node"
@@ -69,6 +70,9 @@ type CalibrationSide struct {
 	Foreign []string
 	// Events counts this side's namespace's events by reason.
 	Events map[string]int
+	// Targets are the changes of the VerticalPodAutoscaler's cpu target
+	// for the container, read every second (vpa side only).
+	Targets []quality.TargetChange
 }
 
 // CalibrationRun is one lab run of a trace, every autoscaler side by side.
@@ -97,6 +101,7 @@ type slot struct {
 type side struct {
 	*CalibrationSide
 	slots []slot
+	dyn   dynamic.Interface // vpa side: reads the VPA object's target
 }
 
 // Calibrate plays tr into snug-load on the lab once per autoscaler, all at
@@ -163,6 +168,7 @@ func Calibrate(ctx context.Context, env CalibrationEnv, tr *trace.Trace, autosca
 				},
 			}, timeout)
 		case "vpa":
+			s.dyn = env.Dynamic
 			if env.Dynamic == nil {
 				return run, errors.New("calibrating vpa: no dynamic client")
 			}
@@ -347,6 +353,15 @@ func (s *side) boundary(ctx context.Context, client kubernetes.Interface, r cgro
 			}
 		}
 		secs[p].Resources = sl.res
+	}
+	if s.dyn != nil && k > 0 {
+		if u, err := s.dyn.Resource(vpa.VPAResource).Namespace(s.Namespace).Get(ctx, "load", metav1.GetOptions{}); err == nil {
+			if m, _, ok := VPATarget(u, ReactionContainer); ok {
+				if n := len(s.Targets); n == 0 || s.Targets[n-1].CPUMillis != m {
+					s.Targets = append(s.Targets, quality.TargetChange{Second: k - 1, CPUMillis: m})
+				}
+			}
+		}
 	}
 	if k > 0 && k <= seconds {
 		for p := range s.slots {

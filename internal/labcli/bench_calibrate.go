@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
 	policyclient "github.com/snug-dev/snug/api/v1alpha1/client"
@@ -23,10 +24,6 @@ import (
 	"github.com/snug-dev/snug/internal/version"
 )
 
-// calibrateAutoscalers run side by side in one calibration, each in its
-// own namespace.
-var calibrateAutoscalers = []string{autoscalerSnug, autoscalerVPA}
-
 // runCalibrate is `snug-lab bench quality --calibrate`: the sustained-load
 // scenario played on the lab under snug and VPA at once, then replayed on
 // the model, and the figures compared.
@@ -36,15 +33,17 @@ func runCalibrate(ctx context.Context, o *benchQualityOptions, out, errOut io.Wr
 	if err != nil {
 		return err
 	}
-	src := o.VPASource
-	if src == "" {
-		if src, err = quality.FindVPASource(); err != nil {
+	vpaBin := ""
+	if slices.Contains(o.calibrateWith, autoscalerVPA) {
+		src := o.VPASource
+		if src == "" {
+			if src, err = quality.FindVPASource(); err != nil {
+				return err
+			}
+		}
+		if vpaBin, err = quality.EnsureVPAReplay(ctx, src, o.Cache, errOut); err != nil {
 			return err
 		}
-	}
-	vpaBin, err := quality.EnsureVPAReplay(ctx, src, o.Cache, errOut)
-	if err != nil {
-		return err
 	}
 	lw := &prefixWriter{w: out, prefix: "   "}
 	defer lw.Flush()
@@ -81,41 +80,28 @@ func runCalibrate(ctx context.Context, o *benchQualityOptions, out, errOut io.Wr
 	fmt.Fprintf(out, "snug-lab bench quality --calibrate: %s (%s) on Kubernetes %s, snug %s beside VPA %s (metrics-server %s, resolution %s)\n",
 		tr.Name, o.duration, k8sVersion, version.Version, vo.VPAVersion, vo.MetricsServerVersion, vo.MetricResolution)
 
-	exe, err := os.Executable()
-	if err != nil {
-		return fmt.Errorf("finding the snug binary: %w", err)
-	}
-	logDir, err := os.MkdirTemp("", "snug-calibrate-")
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(out, "snug: installing it in-cluster with its chart (pods' logs in %s at the end)\n", logDir)
-	s, err := installInLab(ctx, client, labInstall{lab: o.lab, binDir: filepath.Dir(exe), logDir: logDir, timeout: o.timeout, out: out})
-	if err != nil {
-		if s != nil {
-			err = errors.Join(err, s.Stop())
+	if slices.Contains(o.calibrateWith, autoscalerSnug) {
+		stop, err := calibrateSnug(ctx, o, client, out)
+		if err != nil {
+			return err
 		}
-		return err
+		defer func() { err = errors.Join(err, stop()) }()
 	}
-	defer func() {
-		err = errors.Join(err, s.Stop())
-		if err == nil {
-			os.RemoveAll(logDir)
+	if slices.Contains(o.calibrateWith, autoscalerVPA) {
+		vrelease, vreused, verr := vpa.UpOrReuse(ctx, vo, o.keepLab, lw)
+		if verr != nil {
+			return verr
 		}
-	}()
-	vrelease, vreused, err := vpa.UpOrReuse(ctx, vo, o.keepLab, lw)
-	if err != nil {
-		return err
+		if vreused {
+			fmt.Fprintln(out, "vpa: using the VPA that is up (and leaving it up)")
+		}
+		defer func() { err = errors.Join(err, vrelease(context.WithoutCancel(ctx))) }()
 	}
-	if vreused {
-		fmt.Fprintln(out, "vpa: using the VPA that is up (and leaving it up)")
-	}
-	defer func() { err = errors.Join(err, vrelease(context.WithoutCancel(ctx))) }()
 
 	run, err := experiment.Calibrate(ctx, experiment.CalibrationEnv{
 		Client: client, Policies: pc, Dynamic: dyn, LoadDir: o.lab.LoadDir(), CgroupRoot: "/sys/fs/cgroup",
 		Timeout: o.timeout, Log: out,
-	}, tr, calibrateAutoscalers)
+	}, tr, o.calibrateWith)
 	if err != nil {
 		return err
 	}
@@ -126,14 +112,15 @@ func runCalibrate(ctx context.Context, o *benchQualityOptions, out, errOut io.Wr
 		if err != nil {
 			return err
 		}
+		m.Targets = side.Targets
 		labRuns[side.Autoscaler] = m
 		unmet[side.Autoscaler] = quality.LabUnmetCoreSeconds(tr, side.Seconds)
 	}
-	model, err := quality.ModelRuns(tr, calibrateAutoscalers, vpaBin)
+	model, err := quality.ModelRuns(tr, o.calibrateWith, vpaBin)
 	if err != nil {
 		return err
 	}
-	checks, err := quality.Calibrate(calibrateAutoscalers, labRuns, model)
+	checks, err := quality.Calibrate(o.calibrateWith, labRuns, model)
 	if err != nil {
 		return err
 	}
@@ -141,6 +128,8 @@ func runCalibrate(ctx context.Context, o *benchQualityOptions, out, errOut io.Wr
 	writeCalibrationContext(out, run, unmet)
 	fmt.Fprintf(out, "\n%s, %d pods per autoscaler, %s: the lab (cgroups read every second from the host) and the model (internal/quality/node; vpareplay for VPA)\n", tr.Name, len(tr.Pods), o.duration)
 	cerr := quality.WriteCalibration(out, checks)
+	fmt.Fprintln(out)
+	quality.WriteTimelines(out, o.calibrateWith, labRuns, model)
 	fmt.Fprintf(out, "took %.0fs\n", time.Since(start).Seconds())
 	return cerr
 }
@@ -166,4 +155,32 @@ func writeCalibrationContext(w io.Writer, run *experiment.CalibrationRun, unmet 
 		}
 		fmt.Fprintf(w, "  demand told minus cgroup usage: %.2f core-s (beside starved core-s from throttled time)\n", unmet[s.Autoscaler])
 	}
+}
+
+// calibrateSnug installs snug in-cluster as bench reaction does; stop
+// uninstalls it (and keeps the pods' logs only if that fails).
+func calibrateSnug(ctx context.Context, o *benchQualityOptions, client kubernetes.Interface, out io.Writer) (stop func() error, err error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("finding the snug binary: %w", err)
+	}
+	logDir, err := os.MkdirTemp("", "snug-calibrate-")
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(out, "snug: installing it in-cluster with its chart (pods' logs in %s at the end)\n", logDir)
+	s, err := installInLab(ctx, client, labInstall{lab: o.lab, binDir: filepath.Dir(exe), logDir: logDir, timeout: o.timeout, out: out})
+	if err != nil {
+		if s != nil {
+			err = errors.Join(err, s.Stop())
+		}
+		return nil, err
+	}
+	return func() error {
+		err := s.Stop()
+		if err == nil {
+			os.RemoveAll(logDir)
+		}
+		return err
+	}, nil
 }

@@ -28,6 +28,7 @@ type benchQualityOptions struct {
 	// calibrate plays the sustained-load scenario on the lab instead
 	// (runCalibrate); the fields below are its.
 	calibrate     bool
+	calibrateWith []string
 	lab           *lab.Options
 	duration      time.Duration
 	calibrateSeed int64
@@ -48,7 +49,8 @@ func newBenchQualityOptions() *benchQualityOptions {
 			TraceFormat: "snug", Cache: cache, Workers: runtime.GOMAXPROCS(0),
 		},
 		alibabaCPUMillis: 1000, alibabaMemBytes: 1 << 30,
-		lab: lab.NewOptions(), duration: trace.SustainedSeconds * time.Second, calibrateSeed: 1, timeout: 3 * time.Minute,
+		calibrateWith: []string{autoscalerSnug, autoscalerVPA},
+		lab:           lab.NewOptions(), duration: trace.SustainedSeconds * time.Second, calibrateSeed: 1, timeout: 3 * time.Minute,
 	}
 }
 
@@ -66,6 +68,7 @@ func (o *benchQualityOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.Workers, "workers", o.Workers, "traces replayed at once")
 	fs.BoolVar(&o.calibrate, "calibrate", o.calibrate, "play the sustained-load scenario into snug-load on the lab, under snug and VPA side by side, and compare the lab's figures with the model's")
 	fs.DurationVar(&o.duration, "duration", o.duration, "--calibrate: the scenario's length (the field report's test is 30m; whole seconds)")
+	fs.StringSliceVar(&o.calibrateWith, "autoscaler", o.calibrateWith, "--calibrate: the autoscalers, side by side: snug,vpa, or one of them")
 	fs.Int64Var(&o.calibrateSeed, "calibrate-seed", o.calibrateSeed, "--calibrate: the seed of the scenario's per-second noise")
 	fs.BoolVar(&o.keepLab, "keep-lab", o.keepLab, "--calibrate: leave the lab (and VPA) up if this command brought them up")
 	fs.DurationVar(&o.timeout, "timeout", o.timeout, "--calibrate: how long each wait before the run may take (installs, pods running)")
@@ -110,6 +113,17 @@ func (o *benchQualityOptions) Validate() error {
 		}
 		if o.duration < 10*time.Second || o.duration%time.Second != 0 {
 			errs = append(errs, fmt.Errorf("--duration %s: want whole seconds, at least 10s", o.duration))
+		}
+		seen := map[string]bool{}
+		for _, a := range o.calibrateWith {
+			if a != autoscalerSnug && a != autoscalerVPA || seen[a] {
+				errs = append(errs, fmt.Errorf("--autoscaler %v: want snug, vpa or snug,vpa", o.calibrateWith))
+				break
+			}
+			seen[a] = true
+		}
+		if len(o.calibrateWith) == 0 {
+			errs = append(errs, errors.New("--autoscaler: name snug, vpa or both"))
 		}
 		if o.timeout <= 0 {
 			errs = append(errs, fmt.Errorf("--timeout %s: want a positive duration", o.timeout))

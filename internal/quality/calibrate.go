@@ -222,3 +222,31 @@ func ModelRuns(tr *trace.Trace, sizers []string, vpaBin string) (map[string]*Met
 	}
 	return out, nil
 }
+
+// WriteTimelines prints, per sizer, the seconds each pod was resized at and
+// the changes of VPA's cpu target, on the lab and in the model: where the
+// figures differ, these say when.
+func WriteTimelines(w io.Writer, sizers []string, lab, model map[string]*Metrics) {
+	for _, s := range sizers {
+		for _, side := range []struct {
+			name string
+			m    *Metrics
+		}{{"lab", lab[s]}, {"model", model[s]}} {
+			if side.m == nil {
+				continue
+			}
+			fmt.Fprintf(w, "%s %-5s resized at s:", s, side.name)
+			for p, at := range side.m.ResizedAt {
+				fmt.Fprintf(w, " pod-%d %v", p, at)
+			}
+			fmt.Fprintln(w)
+			if len(side.m.Targets) > 0 {
+				fmt.Fprintf(w, "%s %-5s cpu target:", s, side.name)
+				for _, c := range side.m.Targets {
+					fmt.Fprintf(w, " %dm@%ds", c.CPUMillis, c.Second)
+				}
+				fmt.Fprintln(w)
+			}
+		}
+	}
+}

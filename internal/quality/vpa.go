@@ -302,6 +302,11 @@ func (v *vpaSizer) second(w *world, t int) ([]resizeReq, error) {
 		return nil, err
 	}
 	v.last = ans.Recommendation
+	if e, ok := ans.Recommendation[w.tr.Pods[0].Containers[0].Name]; ok {
+		if n := len(w.metrics.Targets); n == 0 || w.metrics.Targets[n-1].CPUMillis != e.Target.CPUMillis {
+			w.metrics.Targets = append(w.metrics.Targets, TargetChange{Second: t, CPUMillis: e.Target.CPUMillis})
+		}
+	}
 	var out []resizeReq
 	for _, u := range ans.Updates {
 		for p, pod := range w.tr.Pods {
