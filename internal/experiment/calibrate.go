@@ -407,9 +407,10 @@ func nodeRequestedMillis(ctx context.Context, client kubernetes.Interface) (int6
 }
 
 // foreign lists what the other autoscaler left in ns: VPA's annotations
-// (vpaUpdates, vpaObservedContainers, vpaInPlaceUpdated) on a snug side's
-// pods, snug's (autoscaling.snug.dev/) on a VPA side's, and events whose
-// reason or reporter belongs to the other. It also counts the events by
+// (vpaUpdates, vpaObservedContainers, ...) on a snug side's pods, snug's
+// (autoscaling.snug.dev/...) on a VPA side's, and events whose reason
+// (InPlaceResizedByVPA, EvictedByVPA) or reporter (snug-agent,
+// vpa-updater) belongs to the other. It also counts the events by
 // reason.
 func foreign(ctx context.Context, client kubernetes.Interface, ns, autoscaler string) ([]string, map[string]int) {
 	isOther := func(s string) bool {
@@ -433,7 +434,9 @@ func foreign(ctx context.Context, client kubernetes.Interface, ns, autoscaler st
 	if list, err := client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{}); err == nil {
 		for _, e := range list.Items {
 			events[e.Reason] += int(max(1, e.Count))
-			if isOther(e.Reason) || isOther(e.Source.Component) || isOther(e.ReportingController) || isOther(e.Message) {
+			// Not the message: the kubelet's name snug-load's image
+			// (snug.dev/snug-load) on both sides.
+			if isOther(e.Reason) || isOther(e.Source.Component) || isOther(e.ReportingController) {
 				out = append(out, fmt.Sprintf("event %s from %s: %s", e.Reason, cmpOr(e.ReportingController, e.Source.Component), e.Message))
 			}
 		}
