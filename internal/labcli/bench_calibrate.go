@@ -116,7 +116,12 @@ func runCalibrate(ctx context.Context, o *benchQualityOptions, out, errOut io.Wr
 		labRuns[side.Autoscaler] = m
 		unmet[side.Autoscaler] = quality.LabUnmetCoreSeconds(tr, side.Seconds)
 	}
-	model, err := quality.ModelRuns(tr, o.calibrateWith, vpaBin)
+	var phases *quality.VPAPhases
+	if p, ok := quality.LabVPAPhases(labRuns[autoscalerVPA]); ok {
+		phases = &p
+		fmt.Fprintf(out, "model: VPA's loops at second %d (recommender) and %d (updater) of each minute, read off the lab's run\n", p.Recommender, p.Updater)
+	}
+	model, err := quality.ModelRuns(tr, o.calibrateWith, vpaBin, phases)
 	if err != nil {
 		return err
 	}

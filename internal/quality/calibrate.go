@@ -209,12 +209,38 @@ func tolString(t Tolerance, unit string) string {
 	return abs
 }
 
+// LabVPAPhases reads VPA's loop phases off a lab run: the recommender's
+// from the second its cpu target first changed, the updater's from the
+// second before its first resize took effect (the model's kubelet latency
+// puts a resize sent at the end of second t into second t+1); without a
+// resize, the updater's loop one second before the recommender's (what
+// docs/vpa-lab.md measured for a VPA started by `snug-lab vpa up`). ok is
+// false when the run shows no target change.
+func LabVPAPhases(lab *Metrics) (p VPAPhases, ok bool) {
+	if lab == nil || len(lab.Targets) == 0 {
+		return VPAPhases{}, false
+	}
+	mod := func(x int) int { return ((x % vpaLoop) + vpaLoop) % vpaLoop }
+	p.Recommender = mod(lab.Targets[0].Second)
+	p.Updater = mod(p.Recommender - 1)
+	first := -1
+	for _, at := range lab.ResizedAt {
+		if len(at) > 0 && (first < 0 || at[0] < first) {
+			first = at[0]
+		}
+	}
+	if first >= 0 {
+		p.Updater = mod(first - 1)
+	}
+	return p, true
+}
+
 // ModelRuns replays tr on the model under the given sizers ("snug", "vpa";
-// vpaBin is needed for "vpa").
-func ModelRuns(tr *trace.Trace, sizers []string, vpaBin string) (map[string]*Metrics, error) {
+// vpaBin is needed for "vpa"); phases, when set, are VPA's loop phases.
+func ModelRuns(tr *trace.Trace, sizers []string, vpaBin string, phases *VPAPhases) (map[string]*Metrics, error) {
 	out := map[string]*Metrics{}
 	for _, s := range sizers {
-		m, err := Run(tr, s, Env{VPABinary: vpaBin})
+		m, err := Run(tr, s, Env{VPABinary: vpaBin, VPAPhases: phases})
 		if err != nil {
 			return nil, err
 		}

@@ -130,7 +130,7 @@ func TestSustainedModel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := ModelRuns(tr, []string{"snug"}, "")
+	m, err := ModelRuns(tr, []string{"snug"}, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,5 +138,29 @@ func TestSustainedModel(t *testing.T) {
 	t.Logf("snug on %s: %d resizes, cpu slack %.1f%%, starved %.2f core-s, ended %v", tr.Name, s.Resizes, 100*s.CPUSlack, s.StarvedCoreSeconds, s.Ended)
 	if s.Resizes == 0 || s.EndedP50() > 30 {
 		t.Errorf("snug: %d resizes, starvation ended after %v s; want it resized within 30 s", s.Resizes, s.EndedP50())
+	}
+}
+
+func TestLabVPAPhases(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		m    *Metrics
+		want VPAPhases
+		ok   bool
+	}{
+		{"no target", &Metrics{}, VPAPhases{}, false},
+		{"target, no resize: updater a second before", &Metrics{Targets: []TargetChange{{44, 126}}, ResizedAt: [][]int{nil, nil}}, VPAPhases{44, 43}, true},
+		{"first resize of either pod", &Metrics{Targets: []TargetChange{{44, 126}}, ResizedAt: [][]int{{165}, {105}}}, VPAPhases{44, 44}, true},
+		{"wraps", &Metrics{Targets: []TargetChange{{60, 126}}, ResizedAt: [][]int{{120}}}, VPAPhases{0, 59}, true},
+	} {
+		got, ok := LabVPAPhases(tt.m)
+		if got != tt.want || ok != tt.ok {
+			t.Errorf("%s: LabVPAPhases = %+v, %v; want %+v, %v", tt.name, got, ok, tt.want, tt.ok)
+		}
+	}
+	// A phase outside the minute is refused.
+	tr, _ := trace.Sustained(60, 1)
+	if _, err := Run(tr, "vpa", Env{VPABinary: "unused", VPAPhases: &VPAPhases{Recommender: 60}}); err == nil {
+		t.Error("Run took a recommender phase of 60")
 	}
 }

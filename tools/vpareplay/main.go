@@ -38,9 +38,14 @@ import (
 	vpa_api_util "k8s.io/autoscaler/vertical-pod-autoscaler/pkg/utils/vpa"
 )
 
+// A tick is one loop of the recommender, of the updater, or of both
+// (recommender first); skipRecommend and skipUpdate leave one out, so
+// that the two loops can run at their own phase as they do in a cluster.
 type tick struct {
-	Time int64   `json:"time"`
-	Pods []podIn `json:"pods"`
+	Time          int64   `json:"time"`
+	Pods          []podIn `json:"pods"`
+	SkipRecommend bool    `json:"skipRecommend,omitempty"`
+	SkipUpdate    bool    `json:"skipUpdate,omitempty"`
 }
 
 type podIn struct {
@@ -127,6 +132,8 @@ type state struct {
 	containers  map[string]*model.ContainerState // pod/container
 	processor   vpa_api_util.RecommendationProcessor
 	vpa         *vpa_types.VerticalPodAutoscaler
+	// last is the latest recommendation, answered on every tick.
+	last map[string]estimate
 }
 
 func newState() *state {
@@ -147,6 +154,20 @@ func unix(s int64) time.Time { return time.Unix(s, 0).UTC() }
 
 func (s *state) step(t tick) (answer, error) {
 	now := unix(t.Time)
+	if !t.SkipRecommend {
+		s.recommend(t)
+	}
+	out := answer{Recommendation: s.last}
+	if t.SkipUpdate || s.vpa.Status.Recommendation == nil {
+		// pods_inplace_restriction.go line 119: no recommendation yet,
+		// nothing to update.
+		return out, nil
+	}
+	return s.update(t, now, out)
+}
+
+// recommend is the recommender's loop.
+func (s *state) recommend(t tick) {
 	// The recommender's loop: feed the latest sample of each container
 	// (cluster_feeder.go LoadRealTimeMetrics -> ClusterState.AddSample ->
 	// ContainerState.AddSample) and the OOM events (RecordOOM).
@@ -187,10 +208,14 @@ func (s *state) step(t tick) (answer, error) {
 	rec := s.recommender.GetRecommendedPodResources(byName)
 	list := logic.MapToListOfRecommendedContainerResources(rec, logic.RecommendationFormat{RoundCPUMillicores: 1, RoundMemoryBytes: 1})
 	s.vpa.Status.Recommendation = list
-	out := answer{Recommendation: map[string]estimate{}}
+	s.last = map[string]estimate{}
 	for _, r := range list.ContainerRecommendations {
-		out.Recommendation[r.ContainerName] = estimate{Target: amountsOf(r.Target), LowerBound: amountsOf(r.LowerBound), UpperBound: amountsOf(r.UpperBound)}
+		s.last[r.ContainerName] = estimate{Target: amountsOf(r.Target), LowerBound: amountsOf(r.LowerBound), UpperBound: amountsOf(r.UpperBound)}
 	}
+}
+
+// update is the updater's loop.
+func (s *state) update(t tick, now time.Time, out answer) (answer, error) {
 
 	// The updater's loop: the priority calculator decides which pods to
 	// update (bounds, --min-change-priority, the 12 h lifetime rule, quick
