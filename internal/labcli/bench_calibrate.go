@@ -2,6 +2,7 @@ package labcli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -105,8 +106,13 @@ func runCalibrate(ctx context.Context, o *benchQualityOptions, out, errOut io.Wr
 	if err != nil {
 		return err
 	}
+	if o.Out != "" {
+		if err := writeCalibrationRun(o.Out, run); err != nil {
+			return err
+		}
+	}
 	labRuns := map[string]*quality.Metrics{}
-	unmet := map[string]float64{}
+	unmet, fluid := map[string]float64{}, map[string]float64{}
 	for _, side := range run.Sides {
 		m, err := quality.LabMetrics(tr, side.Autoscaler, side.Seconds)
 		if err != nil {
@@ -115,6 +121,7 @@ func runCalibrate(ctx context.Context, o *benchQualityOptions, out, errOut io.Wr
 		m.Targets = side.Targets
 		labRuns[side.Autoscaler] = m
 		unmet[side.Autoscaler] = quality.LabUnmetCoreSeconds(tr, side.Seconds)
+		fluid[side.Autoscaler] = quality.LabThrottledTimeCoreSeconds(tr, side.Seconds)
 	}
 	var phases *quality.VPAPhases
 	if p, ok := quality.LabVPAPhases(labRuns[autoscalerVPA]); ok {
@@ -130,7 +137,7 @@ func runCalibrate(ctx context.Context, o *benchQualityOptions, out, errOut io.Wr
 		return err
 	}
 	fmt.Fprintln(out)
-	writeCalibrationContext(out, run, unmet)
+	writeCalibrationContext(out, run, unmet, fluid)
 	fmt.Fprintf(out, "\n%s, %d pods per autoscaler, %s: the lab (cgroups read every second from the host) and the model (internal/quality/node; vpareplay for VPA)\n", tr.Name, len(tr.Pods), o.duration)
 	cerr := quality.WriteCalibration(out, checks)
 	fmt.Fprintln(out)
@@ -142,7 +149,7 @@ func runCalibrate(ctx context.Context, o *benchQualityOptions, out, errOut io.Wr
 // writeCalibrationContext prints what the run's figures rest on: the node's
 // room, late readings, whether the two autoscalers kept to their own pods,
 // each side's events, and the starvation read another way.
-func writeCalibrationContext(w io.Writer, run *experiment.CalibrationRun, unmet map[string]float64) {
+func writeCalibrationContext(w io.Writer, run *experiment.CalibrationRun, unmet, fluid map[string]float64) {
 	fmt.Fprintf(w, "node: %dm cpu allocatable, at most %dm requested by all its pods; %d of the run's boundaries read more than 100 ms late\n",
 		run.NodeAllocatableMillis, run.PeakRequestedMillis, run.LateBoundaries)
 	for _, s := range run.Sides {
@@ -158,7 +165,7 @@ func writeCalibrationContext(w io.Writer, run *experiment.CalibrationRun, unmet 
 		for _, f := range s.Foreign {
 			fmt.Fprintf(w, "  OTHER AUTOSCALER: %s\n", f)
 		}
-		fmt.Fprintf(w, "  demand told minus cgroup usage: %.2f core-s (beside starved core-s from throttled time)\n", unmet[s.Autoscaler])
+		fmt.Fprintf(w, "  starvation read two more ways (not compared): demand told minus cgroup usage in every second %.2f core-s; demand x throttled_time %.2f core-s\n", unmet[s.Autoscaler], fluid[s.Autoscaler])
 	}
 }
 
@@ -188,4 +195,20 @@ func calibrateSnug(ctx context.Context, o *benchQualityOptions, client kubernete
 		}
 		return err
 	}, nil
+}
+
+// writeCalibrationRun saves the lab's measurements (every second of every
+// pod) as dir/calibrate-lab.json, so that a run can be read again.
+func writeCalibrationRun(dir string, run *experiment.CalibrationRun) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("saving the lab run: %w", err)
+	}
+	data, err := json.Marshal(run)
+	if err != nil {
+		return fmt.Errorf("saving the lab run: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "calibrate-lab.json"), data, 0o644); err != nil {
+		return fmt.Errorf("saving the lab run: %w", err)
+	}
+	return nil
 }

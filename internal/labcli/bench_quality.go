@@ -61,7 +61,7 @@ func (o *benchQualityOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.TraceFormat, "trace-format", o.TraceFormat, "format of --trace: snug (a snug trace recording, JSON or CSV) or alibaba (cluster-trace-v2018 container_usage.csv)")
 	fs.Int64Var(&o.alibabaCPUMillis, "alibaba-cpu-millis", o.alibabaCPUMillis, "millicores that cpu_util_percent 100 stands for (the container's cpu_request), also its starting request and limit")
 	fs.Int64Var(&o.alibabaMemBytes, "alibaba-mem-bytes", o.alibabaMemBytes, "bytes that mem_util_percent 100 stands for, also the starting request and limit")
-	fs.StringVar(&o.Out, "out", o.Out, "write one SVG per trace here")
+	fs.StringVar(&o.Out, "out", o.Out, "write one SVG per trace here (--calibrate: the lab's measurements, calibrate-lab.json)")
 	fs.StringVar(&o.VPASource, "vpa-source", o.VPASource, "tools/vpareplay of snug's source tree (default: found next to bin/ or above the working directory)")
 	fs.StringVar(&o.Cache, "cache-dir", o.Cache, "where vpareplay is built and kept")
 	fs.BoolVar(&o.NoVPA, "no-vpa", o.NoVPA, "skip VPA (no Go toolchain needed)")

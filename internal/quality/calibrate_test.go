@@ -79,7 +79,8 @@ func TestLabMetrics(t *testing.T) {
 	if want := 300.0 / 600; math.Abs(m.CPUSlack-want) > 1e-9 {
 		t.Errorf("cpu slack = %v, want %v", m.CPUSlack, want)
 	}
-	// Starved: 100 + 100 from throttling, 200 while not measured.
+	// Starved: 100 + 100 unmet in throttled seconds, 200 while not
+	// measured.
 	if want := 0.4; math.Abs(m.StarvedCoreSeconds-want) > 1e-9 {
 		t.Errorf("starved = %v, want %v", m.StarvedCoreSeconds, want)
 	}
@@ -89,6 +90,17 @@ func TestLabMetrics(t *testing.T) {
 	}
 	if got := LabUnmetCoreSeconds(tr, lab); math.Abs(got-0.2) > 1e-9 {
 		t.Errorf("unmet = %v, want 0.2", got)
+	}
+	if got := LabThrottledTimeCoreSeconds(tr, lab); math.Abs(got-0.2) > 1e-9 {
+		t.Errorf("throttled-time reading = %v, want 0.2", got)
+	}
+	// A shortfall without throttling is the host's, not starvation.
+	lab[0][2].CPUUsageMillis = 150
+	if m, _ := LabMetrics(tr, "snug", lab); math.Abs(m.StarvedCoreSeconds-0.4) > 1e-9 {
+		t.Errorf("starved with an unthrottled shortfall = %v, want 0.4", m.StarvedCoreSeconds)
+	}
+	if got := LabUnmetCoreSeconds(tr, lab); math.Abs(got-0.25) > 1e-9 {
+		t.Errorf("unmet with an unthrottled shortfall = %v, want 0.25", got)
 	}
 	if _, err := LabMetrics(tr, "snug", [][]LabSecond{lab[0][:3]}); err == nil {
 		t.Error("LabMetrics took 3 seconds of a 4-second trace")
