@@ -156,7 +156,7 @@ var CalibrationFigures = []CalibrationFigure{
 	{"cpu slack (request)", "%", func(m *Metrics) float64 { return m.CPUSlack }, &Tolerance{Abs: 0.05,
 		Why: "the lab's usage carries snug-load's own overhead and the shared host's contention; 5 points of a 200m request is 10m"}},
 	{"starved core-s", "", func(m *Metrics) float64 { return m.StarvedCoreSeconds }, &Tolerance{Abs: 1, Rel: 0.25,
-		Why: "throttling on a shared 2-core host is noisy second to second; a quarter, or one core-second for the near-zero case (ten seconds of 100m unmet)"}},
+		Why: "when VPA first resizes decides most of its starvation (each 10 s is 2 core-s here) and snug's first resize lands in one second or the next; a quarter, or one core-second (ten seconds of 100m unmet) for snug's near-zero case"}},
 	{"throttled seconds", "%", func(m *Metrics) float64 { return m.ThrottledShare }, nil},
 	{"mem slack (request)", "%", func(m *Metrics) float64 { return m.MemSlack }, nil},
 	{"starvation ended s", "", (*Metrics).EndedP50, nil},
