@@ -9,11 +9,13 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/snug-dev/snug/internal/cli"
+	"github.com/snug-dev/snug/internal/lab"
 	"github.com/snug-dev/snug/internal/quality"
 	"github.com/snug-dev/snug/internal/quality/trace"
 )
@@ -22,6 +24,16 @@ import (
 type benchQualityOptions struct {
 	quality.Options
 	alibabaCPUMillis, alibabaMemBytes int64
+
+	// calibrate plays the sustained-load scenario on the lab instead
+	// (runCalibrate); the fields below are its.
+	calibrate     bool
+	calibrateWith []string
+	lab           *lab.Options
+	duration      time.Duration
+	calibrateSeed int64
+	keepLab       bool
+	timeout       time.Duration
 }
 
 func newBenchQualityOptions() *benchQualityOptions {
@@ -37,6 +49,8 @@ func newBenchQualityOptions() *benchQualityOptions {
 			TraceFormat: "snug", Cache: cache, Workers: runtime.GOMAXPROCS(0),
 		},
 		alibabaCPUMillis: 1000, alibabaMemBytes: 1 << 30,
+		calibrateWith: []string{autoscalerSnug, autoscalerVPA},
+		lab:           lab.NewOptions(), duration: trace.SustainedSeconds * time.Second, calibrateSeed: 1, timeout: 3 * time.Minute,
 	}
 }
 
@@ -47,11 +61,26 @@ func (o *benchQualityOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.TraceFormat, "trace-format", o.TraceFormat, "format of --trace: snug (a snug trace recording, JSON or CSV) or alibaba (cluster-trace-v2018 container_usage.csv)")
 	fs.Int64Var(&o.alibabaCPUMillis, "alibaba-cpu-millis", o.alibabaCPUMillis, "millicores that cpu_util_percent 100 stands for (the container's cpu_request), also its starting request and limit")
 	fs.Int64Var(&o.alibabaMemBytes, "alibaba-mem-bytes", o.alibabaMemBytes, "bytes that mem_util_percent 100 stands for, also the starting request and limit")
-	fs.StringVar(&o.Out, "out", o.Out, "write one SVG per trace here")
+	fs.StringVar(&o.Out, "out", o.Out, "write one SVG per trace here (--calibrate: the lab's measurements, calibrate-lab.json)")
 	fs.StringVar(&o.VPASource, "vpa-source", o.VPASource, "tools/vpareplay of snug's source tree (default: found next to bin/ or above the working directory)")
 	fs.StringVar(&o.Cache, "cache-dir", o.Cache, "where vpareplay is built and kept")
 	fs.BoolVar(&o.NoVPA, "no-vpa", o.NoVPA, "skip VPA (no Go toolchain needed)")
 	fs.IntVar(&o.Workers, "workers", o.Workers, "traces replayed at once")
+	fs.BoolVar(&o.calibrate, "calibrate", o.calibrate, "play the sustained-load scenario into snug-load on the lab, under snug and VPA side by side, and compare the lab's figures with the model's")
+	fs.DurationVar(&o.duration, "duration", o.duration, "--calibrate: the scenario's length (the field report's test is 30m; whole seconds)")
+	fs.StringSliceVar(&o.calibrateWith, "autoscaler", o.calibrateWith, "--calibrate: the autoscalers, side by side: snug,vpa, or one of them")
+	fs.Int64Var(&o.calibrateSeed, "calibrate-seed", o.calibrateSeed, "--calibrate: the seed of the scenario's per-second noise")
+	fs.BoolVar(&o.keepLab, "keep-lab", o.keepLab, "--calibrate: leave the lab (and VPA) up if this command brought them up")
+	fs.DurationVar(&o.timeout, "timeout", o.timeout, "--calibrate: how long each wait before the run may take (installs, pods running)")
+	// The lab's flags, but one --cache-dir: vpareplay's cache is the lab's.
+	labFlags := pflag.NewFlagSet("lab", pflag.ContinueOnError)
+	o.lab.AddFlags(labFlags)
+	labFlags.VisitAll(func(f *pflag.Flag) {
+		if f.Name != "cache-dir" {
+			f.Usage = "--calibrate: " + f.Usage
+			fs.AddFlag(f)
+		}
+	})
 }
 
 func (o *benchQualityOptions) Validate() error {
@@ -78,6 +107,30 @@ func (o *benchQualityOptions) Validate() error {
 	if !o.NoVPA && o.Cache == "" {
 		errs = append(errs, errors.New("--cache-dir: no home directory; give one"))
 	}
+	if o.calibrate {
+		if o.TraceFile != "" || o.NoVPA {
+			errs = append(errs, errors.New("--calibrate plays its own scenario under snug and VPA: no --trace or --no-vpa"))
+		}
+		if o.duration < 10*time.Second || o.duration%time.Second != 0 {
+			errs = append(errs, fmt.Errorf("--duration %s: want whole seconds, at least 10s", o.duration))
+		}
+		seen := map[string]bool{}
+		for _, a := range o.calibrateWith {
+			if a != autoscalerSnug && a != autoscalerVPA || seen[a] {
+				errs = append(errs, fmt.Errorf("--autoscaler %v: want snug, vpa or snug,vpa", o.calibrateWith))
+				break
+			}
+			seen[a] = true
+		}
+		if len(o.calibrateWith) == 0 {
+			errs = append(errs, errors.New("--autoscaler: name snug, vpa or both"))
+		}
+		if o.timeout <= 0 {
+			errs = append(errs, fmt.Errorf("--timeout %s: want a positive duration", o.timeout))
+		}
+		o.lab.CacheDir = o.Cache
+		errs = append(errs, o.lab.Validate())
+	}
 	o.Alibaba = trace.AlibabaOptions{CPUMillis: o.alibabaCPUMillis, MemBytes: o.alibabaMemBytes}
 	return errors.Join(errs...)
 }
@@ -103,7 +156,14 @@ memory limit below usage) under four sizers:
 and prints per trace and overall (tuning and held-out halves) slack, starved
 core-seconds, throttled seconds, OOM kills, resizes per pod-hour, seconds to
 "starvation ended" and memory headroom. docs/quality.md defines each.
-No lab is used.
+No lab is used, except with --calibrate: then the field report's
+sustained-load test (--duration, 30m; two replicas at cpu 50m/100m burning
+200m +-15% a second) is played into snug-load on the lab (brought up if it is
+not up, taken down after unless it was up or --keep-lab) under snug (installed
+in-cluster) and upstream VPA 1.8.1 side by side, one namespace each; the
+cgroups are read every second; and the lab's resizes, slack and starved
+core-seconds are printed beside the model's for the same trace, with the
+tolerance and PASS/FAIL of each (docs/quality.md, "Calibration on the lab").
 
 Shapes:
 ` + shapeList(),
@@ -111,6 +171,9 @@ Shapes:
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.Validate(); err != nil {
 				return cli.WithExitCode(2, err)
+			}
+			if o.calibrate {
+				return runCalibrate(cmd.Context(), o, stdout, stderr)
 			}
 			return quality.Bench(cmd.Context(), o.Options, stdout, stderr)
 		},

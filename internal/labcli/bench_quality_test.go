@@ -21,6 +21,12 @@ func TestBenchQualityFlags(t *testing.T) {
 		{[]string{"bench", "quality", "--trace-format", "prom"}, `--trace-format "prom": want snug or alibaba`},
 		{[]string{"bench", "quality", "--alibaba-cpu-millis", "0"}, "--alibaba-cpu-millis and --alibaba-mem-bytes must be positive"},
 		{[]string{"bench", "quality", "--workers", "0"}, "--workers must be at least 1"},
+		{[]string{"bench", "quality", "--calibrate", "--duration", "5s"}, "--duration 5s: want whole seconds, at least 10s"},
+		{[]string{"bench", "quality", "--calibrate", "--duration", "90.5s"}, "--duration 1m30.5s: want whole seconds"},
+		{[]string{"bench", "quality", "--calibrate", "--autoscaler", "hpa"}, "--autoscaler [hpa]: want snug, vpa or snug,vpa"},
+		{[]string{"bench", "quality", "--calibrate", "--autoscaler", "snug,snug"}, "--autoscaler [snug snug]: want snug, vpa or snug,vpa"},
+		{[]string{"bench", "quality", "--calibrate", "--no-vpa"}, "--calibrate plays its own scenario under snug and VPA: no --trace or --no-vpa"},
+		{[]string{"bench", "quality", "--calibrate", "--dir", "relative"}, "--dir"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			var stdout, stderr bytes.Buffer

@@ -7,5 +7,8 @@
 // static requests as written, and a KRR-style fixed recommendation.
 //
 // It backs snug-lab bench quality; docs/quality.md describes the model and
-// each figure.
+// each figure. calibrate.go compares the model with a lab run of the same
+// trace (--calibrate; the run itself is internal/experiment's Calibrate):
+// the lab's measured seconds go through the replay's own accumulation, and
+// each figure is checked against a stated tolerance.
 package quality

@@ -43,6 +43,11 @@ type Metrics struct {
 	// hours.
 	Resizes           int
 	ResizesPerPodHour float64
+	// ResizedAt are the seconds Resizes were counted at, per pod.
+	ResizedAt [][]int
+	// Targets are the changes of VPA's cpu target (vpa only; the lab's
+	// from the VerticalPodAutoscaler's status, the replay's from vpareplay).
+	Targets []TargetChange
 	// Ended is, per step of the trace, the seconds from the step to the end
 	// of the first EndedSeconds seconds in which every container of every
 	// pod ran throttled under ThrottledSecond (NaN: never).
@@ -67,6 +72,13 @@ type Metrics struct {
 	first     []int
 }
 
+// TargetChange is the second a recommendation's cpu target changed, and to
+// what.
+type TargetChange struct {
+	Second    int
+	CPUMillis int64
+}
+
 type usageSeries struct {
 	cpu    []float64
 	memMax float64
@@ -86,6 +98,7 @@ func newMetrics(tr *trace.Trace, sizer string) *Metrics {
 	m := &Metrics{Trace: tr.Name, Sizer: sizer, Pods: len(tr.Pods), Seconds: tr.Seconds, steps: tr.Steps}
 	m.acc.minHeadroom = math.Inf(1)
 	m.lastResized = make([]int, len(tr.Pods))
+	m.ResizedAt = make([][]int, len(tr.Pods))
 	for i := range m.lastResized {
 		m.lastResized[i] = -1
 	}
@@ -122,6 +135,7 @@ func (m *Metrics) add(p, c, t int, s node.Second, r node.Resources) {
 	if s.Resized && m.lastResized[p] != t {
 		m.lastResized[p] = t
 		m.Resizes++
+		m.ResizedAt[p] = append(m.ResizedAt[p], t)
 	}
 	cpuReq, memReq := float64(r.CPURequestMillis), float64(r.MemRequestBytes)
 	a.cpuReq += cpuReq

@@ -187,7 +187,7 @@ func TestVPAReplay(t *testing.T) {
 	tr := tiny(cpu, mem, 1200)
 	tr.Pods[0].Containers[0].MemRequestBytes, tr.Pods[0].Containers[0].MemLimitBytes = 256<<20, 512<<20
 	w := newWorld(tr, "vpa")
-	v := &vpaSizer{bin: bin}
+	v := &vpaSizer{bin: bin, phases: DefaultVPAPhases}
 	if err := v.start(w); err != nil {
 		t.Fatal(err)
 	}
@@ -216,5 +216,38 @@ func TestVPAReplay(t *testing.T) {
 	}
 	if !strings.Contains(bin, VPAVersion) {
 		t.Errorf("binary %s not under the VPA version", bin)
+	}
+
+	// Two replicas: the updater's disruption budget resizes one per loop;
+	// loops at the lab's phases move the resizes with them.
+	st, err := trace.Sustained(300, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	firsts := func(ph *VPAPhases) []int {
+		t.Helper()
+		m, err := Run(st, "vpa", Env{VPABinary: bin, VPAPhases: ph})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []int
+		for p, at := range m.ResizedAt {
+			if len(at) == 0 {
+				t.Fatalf("%+v: pod %d never resized: %v", ph, p, m.ResizedAt)
+			}
+			out = append(out, at[0])
+		}
+		return out
+	}
+	def, lab := firsts(nil), firsts(&VPAPhases{Recommender: 44, Updater: 43})
+	t.Logf("first resizes: default phases %v, recommender 44 and updater 43 %v", def, lab)
+	if d := def[1] - def[0]; d != 60 && d != -60 {
+		t.Errorf("default phases: first resizes %v, want one loop (60 s) apart", def)
+	}
+	// The first recommendation comes at 44 s instead of 59, and the
+	// updater, a second before the recommender, acts on it a loop later
+	// (at 103 s, effective at 104): 44 s after the default's 60.
+	if lab[0] != def[0]+44 || lab[1] != def[1]+44 {
+		t.Errorf("phases 44/43: first resizes %v, want 44 s after %v", lab, def)
 	}
 }

@@ -58,7 +58,14 @@ func Run(tr *trace.Trace, name string, env Env) (*Metrics, error) {
 		if env.VPABinary == "" {
 			return nil, fmt.Errorf("replaying %s under vpa: no vpareplay binary", tr.Name)
 		}
-		s = &vpaSizer{bin: env.VPABinary}
+		ph := DefaultVPAPhases
+		if env.VPAPhases != nil {
+			ph = *env.VPAPhases
+		}
+		if ph.Recommender < 0 || ph.Recommender >= vpaLoop || ph.Updater < 0 || ph.Updater >= vpaLoop {
+			return nil, fmt.Errorf("replaying %s under vpa: loop phases %+v outside 0-%d", tr.Name, ph, vpaLoop-1)
+		}
+		s = &vpaSizer{bin: env.VPABinary, phases: ph}
 	case "static":
 		s = staticSizer{}
 	case "krr":
@@ -92,6 +99,9 @@ type Env struct {
 	VPABinary string
 	// KRR is the fixed recommendation per pod and container, for "krr".
 	KRR [][]node.Resources
+	// VPAPhases, when set, are VPA's loop phases (DefaultVPAPhases
+	// otherwise).
+	VPAPhases *VPAPhases
 }
 
 func newWorld(tr *trace.Trace, name string) *world {

@@ -109,8 +109,10 @@ func FindVPASource() (string, error) {
 
 // The protocol of tools/vpareplay (its main.go documents it).
 type vpaTick struct {
-	Time int64      `json:"time"`
-	Pods []vpaPodIn `json:"pods"`
+	Time          int64      `json:"time"`
+	Pods          []vpaPodIn `json:"pods"`
+	SkipRecommend bool       `json:"skipRecommend,omitempty"`
+	SkipUpdate    bool       `json:"skipUpdate,omitempty"`
 }
 
 type vpaPodIn struct {
@@ -213,6 +215,9 @@ func (v *vpaProc) close() {
 type vpaSizer struct {
 	bin  string
 	proc *vpaProc
+	// phases are the seconds of each minute at whose end the recommender
+	// and the updater loop.
+	phases VPAPhases
 	// per pod and container: the latest metrics sample and its window.
 	cpuWindow [][]float64
 	sample    [][]vpaContainerIn
@@ -223,6 +228,19 @@ type vpaSizer struct {
 	// the SVG and docs).
 	last map[string]VPAEstimate
 }
+
+// VPAPhases are the seconds of each minute (0-59, counted from the
+// trace's second 0) at whose end VPA's recommender and updater run their
+// loops. In a cluster each runs every minute from its own start, so the
+// phases are arbitrary; DefaultVPAPhases has both at 59, the updater
+// right after the recommender (the best case for VPA: no wait between a
+// recommendation and its update). The calibration sets them from the lab.
+type VPAPhases struct {
+	Recommender, Updater int
+}
+
+// DefaultVPAPhases are the replay's phases unless Env says otherwise.
+var DefaultVPAPhases = VPAPhases{Recommender: vpaLoop - 1, Updater: vpaLoop - 1}
 
 func (v *vpaSizer) start(w *world) error {
 	p, err := startVPA(v.bin)
@@ -276,10 +294,11 @@ func (v *vpaSizer) second(w *world, t int) ([]resizeReq, error) {
 			}
 		}
 	}
-	if (t+1)%vpaLoop != 0 {
+	recommend, update := t%vpaLoop == v.phases.Recommender, t%vpaLoop == v.phases.Updater
+	if !recommend && !update {
 		return nil, nil
 	}
-	tick := vpaTick{Time: now(t + 1).Unix()}
+	tick := vpaTick{Time: now(t + 1).Unix(), SkipRecommend: !recommend, SkipUpdate: !update}
 	for p, pod := range w.tr.Pods {
 		in := vpaPodIn{Name: pod.Name, StartTime: now(w.podStart[p]).Unix()}
 		for c, tc := range pod.Containers {
@@ -292,8 +311,10 @@ func (v *vpaSizer) second(w *world, t int) ([]resizeReq, error) {
 			ci.OOMs = v.ooms[p][c]
 			ci.LastOOMStart, ci.LastOOMEnd = v.lastOOM[p][c][0], v.lastOOM[p][c][1]
 			in.Containers = append(in.Containers, ci)
-			v.sample[p][c] = vpaContainerIn{} // the recommender takes each sample once
-			v.ooms[p][c] = nil
+			if recommend {
+				v.sample[p][c] = vpaContainerIn{} // the recommender takes each sample once
+				v.ooms[p][c] = nil
+			}
 		}
 		tick.Pods = append(tick.Pods, in)
 	}
@@ -302,6 +323,11 @@ func (v *vpaSizer) second(w *world, t int) ([]resizeReq, error) {
 		return nil, err
 	}
 	v.last = ans.Recommendation
+	if e, ok := ans.Recommendation[w.tr.Pods[0].Containers[0].Name]; ok {
+		if n := len(w.metrics.Targets); n == 0 || w.metrics.Targets[n-1].CPUMillis != e.Target.CPUMillis {
+			w.metrics.Targets = append(w.metrics.Targets, TargetChange{Second: t, CPUMillis: e.Target.CPUMillis})
+		}
+	}
 	var out []resizeReq
 	for _, u := range ans.Updates {
 		for p, pod := range w.tr.Pods {

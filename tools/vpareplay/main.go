@@ -38,9 +38,14 @@ import (
 	vpa_api_util "k8s.io/autoscaler/vertical-pod-autoscaler/pkg/utils/vpa"
 )
 
+// A tick is one loop of the recommender, of the updater, or of both
+// (recommender first); skipRecommend and skipUpdate leave one out, so
+// that the two loops can run at their own phase as they do in a cluster.
 type tick struct {
-	Time int64   `json:"time"`
-	Pods []podIn `json:"pods"`
+	Time          int64   `json:"time"`
+	Pods          []podIn `json:"pods"`
+	SkipRecommend bool    `json:"skipRecommend,omitempty"`
+	SkipUpdate    bool    `json:"skipUpdate,omitempty"`
 }
 
 type podIn struct {
@@ -110,6 +115,11 @@ var recConfig = logic.RecommendationConfig{
 	ConfidenceIntervalMemory:   24 * time.Hour,
 }
 
+// evictionToleranceFraction is the updater's --eviction-tolerance default
+// (pkg/updater/config/config.go), which also bounds how many replicas of a
+// group are resized in place in one loop.
+const evictionToleranceFraction = 0.5
+
 var updConfig = priority.UpdateConfig{
 	MinChangePriority:          0.1,
 	PodLifetimeUpdateThreshold: 12 * time.Hour,
@@ -122,6 +132,8 @@ type state struct {
 	containers  map[string]*model.ContainerState // pod/container
 	processor   vpa_api_util.RecommendationProcessor
 	vpa         *vpa_types.VerticalPodAutoscaler
+	// last is the latest recommendation, answered on every tick.
+	last map[string]estimate
 }
 
 func newState() *state {
@@ -142,6 +154,20 @@ func unix(s int64) time.Time { return time.Unix(s, 0).UTC() }
 
 func (s *state) step(t tick) (answer, error) {
 	now := unix(t.Time)
+	if !t.SkipRecommend {
+		s.recommend(t)
+	}
+	out := answer{Recommendation: s.last}
+	if t.SkipUpdate || s.vpa.Status.Recommendation == nil {
+		// pods_inplace_restriction.go line 119: no recommendation yet,
+		// nothing to update.
+		return out, nil
+	}
+	return s.update(t, now, out)
+}
+
+// recommend is the recommender's loop.
+func (s *state) recommend(t tick) {
 	// The recommender's loop: feed the latest sample of each container
 	// (cluster_feeder.go LoadRealTimeMetrics -> ClusterState.AddSample ->
 	// ContainerState.AddSample) and the OOM events (RecordOOM).
@@ -182,10 +208,14 @@ func (s *state) step(t tick) (answer, error) {
 	rec := s.recommender.GetRecommendedPodResources(byName)
 	list := logic.MapToListOfRecommendedContainerResources(rec, logic.RecommendationFormat{RoundCPUMillicores: 1, RoundMemoryBytes: 1})
 	s.vpa.Status.Recommendation = list
-	out := answer{Recommendation: map[string]estimate{}}
+	s.last = map[string]estimate{}
 	for _, r := range list.ContainerRecommendations {
-		out.Recommendation[r.ContainerName] = estimate{Target: amountsOf(r.Target), LowerBound: amountsOf(r.LowerBound), UpperBound: amountsOf(r.UpperBound)}
+		s.last[r.ContainerName] = estimate{Target: amountsOf(r.Target), LowerBound: amountsOf(r.LowerBound), UpperBound: amountsOf(r.UpperBound)}
 	}
+}
+
+// update is the updater's loop.
+func (s *state) update(t tick, now time.Time, out answer) (answer, error) {
 
 	// The updater's loop: the priority calculator decides which pods to
 	// update (bounds, --min-change-priority, the 12 h lifetime rule, quick
@@ -203,7 +233,29 @@ func (s *state) step(t tick) (answer, error) {
 		pods[pod.Name] = pod
 		calc.AddPod(pod, now, nil)
 	}
+	// The replica group's disruption budget (pkg/updater/restriction):
+	// every pod of the workload is one group of configured replicas with
+	// evictionTolerance = int(configured × --eviction-tolerance)
+	// (pods_restriction_factory.go line 226, truncated); a pod is approved
+	// for an in-place resize while isPodDisruptable holds (lines 311-317:
+	// running - initiated > configured - tolerance, or a group with no
+	// tolerance that is all running and has initiated nothing), and each
+	// approval counts as initiated for the rest of the loop
+	// (pods_inplace_restriction.go line 283). With 2 replicas one is
+	// resized per loop, the other deferred "below its configured
+	// availability", as the lab shows (docs/vpa-lab.md); 1 replica is
+	// always approved. --min-replicas is not applied (docs/quality.md).
+	configured := len(t.Pods)
+	running := configured
+	tolerance := int(float64(configured) * evictionToleranceFraction)
+	initiated := 0
 	for _, pod := range calc.GetSortedPods(priority.NewDefaultPodEvictionAdmission()) {
+		disruptable := running-initiated > configured-tolerance ||
+			(configured == running && tolerance == 0 && initiated == 0)
+		if !disruptable {
+			continue
+		}
+		initiated++
 		processed, _, err := s.processor.Apply(s.vpa, pod)
 		if err != nil {
 			return answer{}, fmt.Errorf("processing the recommendation for %s: %w", pod.Name, err)
