@@ -108,7 +108,7 @@ func newMetrics() *Metrics {
 			Help: "Decisions held back because the pod used up its resizes for the hour (behavior.maxResizesPerHour).",
 		}),
 		resizesLastHour: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Namespace: "snug", Subsystem: "agent", Name: "pod_resizes_last_hour",
+			Namespace: "snug", Subsystem: "agent", Name: "pod_hourly_resizes",
 			Help:    "Resizes of the pod in the sliding hour, observed each time one is sent.",
 			Buckets: []float64{1, 2, 3, 4, 6, 8, 12, 16, 20, 30, 60},
 		}),
