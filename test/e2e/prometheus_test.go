@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -18,7 +19,9 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/snug-dev/snug/api/v1alpha1"
@@ -53,12 +56,20 @@ func TestPrometheus(t *testing.T) {
 		if err := prom.Down(po); err != nil {
 			t.Errorf("prometheus down: %v", err)
 		}
+		err := client.CoreV1().ServiceAccounts(po.Namespace).Delete(context.Background(), po.ServiceAccount, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("deleting prometheus's ServiceAccount: %v", err)
+		}
 	})
 	t.Logf("prometheus up in %.1fs at %s", time.Since(start).Seconds(), po.URL())
 
-	// Every target up: the agent and both controller replicas.
+	// Every target up: the agent and both controller replicas (synced
+	// again while a replica may still be starting).
 	var targets []prom.ActiveTarget
-	waitFor(t, "prometheus's targets up", time.Minute, func() (bool, error) {
+	waitFor(t, "prometheus's targets up", 2*time.Minute, func() (bool, error) {
+		if _, err := prom.Sync(t.Context(), po, client); err != nil {
+			return false, err
+		}
 		var err error
 		if targets, err = prom.Targets(t.Context(), po); err != nil {
 			return false, err
