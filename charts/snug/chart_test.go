@@ -3,6 +3,7 @@ package chart
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"io"
 	"io/fs"
@@ -464,6 +465,35 @@ func TestTLS(t *testing.T) {
 	}
 }
 
+// TestGrafanaDashboard: monitoring.grafanaDashboard ships dashboards/snug.json
+// in a ConfigMap for Grafana's sidecar; off, there is none.
+func TestGrafanaDashboard(t *testing.T) {
+	want, err := os.ReadFile("dashboards/snug.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d struct {
+		UID    string            `json:"uid"`
+		Panels []json.RawMessage `json:"panels"`
+	}
+	if err := json.Unmarshal(want, &d); err != nil || d.UID == "" || len(d.Panels) == 0 {
+		t.Fatalf("dashboards/snug.json: uid %q, %d panels: %v", d.UID, len(d.Panels), err)
+	}
+	for _, cm := range all[*corev1.ConfigMap](render(t)) {
+		if _, ok := cm.Data["snug.json"]; ok {
+			t.Errorf("ConfigMap %s holds the dashboard with monitoring.grafanaDashboard off", cm.Name)
+		}
+	}
+	r := render(t, "--set", "monitoring.grafanaDashboard.enabled=true", "--set", "monitoring.grafanaDashboard.namespace=grafana")
+	cm := one[*corev1.ConfigMap](t, r)
+	if cm.Name != "snug-dashboard" || cm.Namespace != "grafana" || cm.Labels["grafana_dashboard"] != "1" {
+		t.Errorf("ConfigMap %s/%s labels %v, want grafana/snug-dashboard labelled grafana_dashboard=1", cm.Namespace, cm.Name, cm.Labels)
+	}
+	if got := cm.Data["snug.json"]; got != strings.TrimRight(string(want), "\n") {
+		t.Errorf("the ConfigMap's snug.json differs from dashboards/snug.json (%d vs %d bytes)", len(got), len(want))
+	}
+}
+
 func TestAllOn(t *testing.T) {
 	r := render(t, "--values", "testdata/all-on.yaml")
 	k := kinds(r)
@@ -525,6 +555,9 @@ func TestAllOn(t *testing.T) {
 		ep := eps[0].(map[string]any)
 		if a, _, _ := unstructured.NestedString(ep, auth...); a == "" || ep["path"] != "/metrics" || ep["port"] == "" {
 			t.Errorf("%s %s: endpoint %v, want /metrics on a named port with the values' %v", m.GetKind(), m.GetName(), ep, auth)
+		}
+		if ep["honorLabels"] != true {
+			t.Errorf("%s %s: endpoint %v, want honorLabels (the agent's series carry the workload's namespace and pod)", m.GetKind(), m.GetName(), ep)
 		}
 		if m.GetKind() == "ServiceMonitor" && (ep["interval"] != "15s" || ep["scrapeTimeout"] != "10s") {
 			t.Errorf("ServiceMonitor %s: endpoint %v, want interval 15s, scrapeTimeout 10s", m.GetName(), ep)

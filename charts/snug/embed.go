@@ -11,7 +11,7 @@ import (
 // Files is the chart itself, so that a binary (snug-lab's demo and
 // benches) installs the chart of the tree it was built from.
 //
-//go:embed Chart.yaml values.yaml values.schema.json .helmignore all:templates all:files
+//go:embed Chart.yaml values.yaml values.schema.json .helmignore all:templates all:files all:dashboards
 var Files embed.FS
 
 // WriteTo writes the chart into dir (created), for helm to install from.

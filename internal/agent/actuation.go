@@ -29,9 +29,11 @@ import (
 
 // sendJob is one resize handed to the actuation queue.
 type sendJob struct {
-	uid   types.UID
-	pod   *corev1.Pod
-	patch []byte
+	uid types.UID
+	pod *corev1.Pod
+	// policy is the name of the pod's policy (its namespace is the pod's).
+	policy string
+	patch  []byte
 	// want is what the patch sets, for actuate.Wait.
 	want      []resize.ContainerPlan
 	decidedAt time.Time

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/labels"
@@ -120,6 +121,10 @@ type podState struct {
 	decidedAt time.Time
 	inFlight  bool
 	resizes   []ResizeJSON
+	// pendingReason and pendingSince are the pod's pending resize as its
+	// metric shows it (observePending).
+	pendingReason string
+	pendingSince  time.Time
 }
 
 type containerState struct {
@@ -135,6 +140,9 @@ type containerState struct {
 	logged      [2]recommend.Change // last logged cpu and memory change
 	wsBytes     int64
 	cpuMillis   int64
+	// cpuRequest and memRequest are the container's series of its actual
+	// requests (made once, so a sample sets them without hashing labels).
+	cpuRequest, memRequest prometheus.Gauge
 }
 
 // Decide makes the agent's Decider and installs it as the Observer. Call it
@@ -205,6 +213,7 @@ func (d *Decider) Observe(ctx context.Context, ref ContainerRef, p Point) {
 	if pol == nil {
 		if _, ok := d.pods[pod.UID]; ok {
 			delete(d.pods, pod.UID)
+			d.metrics.forgetPod(pod.Namespace, pod.Name)
 		}
 		d.setView(k, nil)
 		return
@@ -243,7 +252,10 @@ func (d *Decider) Observe(ctx context.Context, ref ContainerRef, p Point) {
 	if oom {
 		d.containerLog(ctx, pod, ref.Container).Info("container was oom-killed and restarted; growing memory")
 	}
-	dec := decide(cs, ref.ContainerID, p, actualResources(pod, ref.Container, status), oom)
+	actual := actualResources(pod, ref.Container, status)
+	cs.cpuRequest.Set(float64(actual.CPURequestMillis) / 1000)
+	cs.memRequest.Set(float64(actual.MemRequestBytes))
+	dec := decide(cs, ref.ContainerID, p, actual, oom)
 	if dec.CPU.Action != recommend.Hold {
 		d.metrics.decisions.WithLabelValues(dec.CPU.Action.String(), "cpu").Inc()
 	}
@@ -342,6 +354,10 @@ func (d *Decider) podStateFor(ctx context.Context, pod *corev1.Pod, pol *v1alpha
 		}
 		return st
 	}
+	if st != nil {
+		// Another policy, or a new generation: its series start afresh.
+		d.metrics.forgetPod(st.ns, st.name)
+	}
 	cfg, opts, err := policy.Behavior(d.cfg.Recommend, pol)
 	var rec *recommend.Pod
 	if err == nil {
@@ -381,6 +397,8 @@ func (d *Decider) containerStateFor(ctx context.Context, pod *corev1.Pod, pol *v
 		return nil
 	}
 	cs := &containerState{rc: rc, rules: rules, qos: ref.QOSClass}
+	l := prometheus.Labels{"namespace": pod.Namespace, "pod": pod.Name, "container": ref.Container, "policy": pol.Name}
+	cs.cpuRequest, cs.memRequest = d.metrics.cpuRequest.With(l), d.metrics.memoryRequest.With(l)
 	st.containers[ref.Container] = cs
 	return cs
 }
@@ -411,11 +429,13 @@ func (d *Decider) PassDone(ctx context.Context) {
 		if err != nil {
 			delete(d.pods, uid)
 			d.dropViews(uid)
+			d.metrics.forgetPod(st.ns, st.name)
 			continue
 		}
 		if st.rec == nil {
 			continue
 		}
+		d.observePending(st, pod)
 		if d.handleDeferred(ctx, log, st, pod, now) {
 			st.wanted = false // the fit is in flight; decide again after it
 			continue
@@ -493,7 +513,7 @@ func (d *Decider) plan(ctx context.Context, log logr.Logger, st *podState, pod *
 			}
 		}
 		st.rec.Feedback(now, recommend.Feedback{Outcome: o})
-		d.metrics.outcomes.WithLabelValues("Refused").Inc()
+		d.metrics.outcomes.WithLabelValues(st.ns, policyName(st.policy), "Refused").Inc()
 		log.Info("resize refused by the planner", "err", err.Error(), "wanted", strings.Join(why, "; "))
 		d.event(pod, corev1.EventTypeWarning, ReasonResizeRefused, "snug planned no resize: "+err.Error())
 		return
@@ -502,12 +522,12 @@ func (d *Decider) plan(ctx context.Context, log logr.Logger, st *podState, pod *
 		// Everything was cut back to what the pod has (no room on the
 		// node): tell the recommender what fits, so it stops asking.
 		st.rec.Feedback(now, recommend.Feedback{Outcome: resize.Deferred, Caps: currentCaps(pod, wish)})
-		d.metrics.outcomes.WithLabelValues("NoOp").Inc()
+		d.metrics.outcomes.WithLabelValues(st.ns, policyName(st.policy), "NoOp").Inc()
 		log.V(1).Info("resize planned to nothing", "notes", notes(plan))
 		return
 	}
 	job := sendJob{
-		uid: pod.UID, pod: pod, patch: plan.Patch, want: plan.Containers, decidedAt: st.decidedAt, plan: plan,
+		uid: pod.UID, pod: pod, policy: policyName(st.policy), patch: plan.Patch, want: plan.Containers, decidedAt: st.decidedAt, plan: plan,
 		summary: planSummary(pod, plan) + " (" + strings.Join(why, "; ") + ")",
 	}
 	if slices.ContainsFunc(plan.Notes, func(n resize.Note) bool { return n.Adjustment == resize.CappedToNodeRoom }) {
@@ -536,8 +556,8 @@ func (d *Decider) drain(_ context.Context, log logr.Logger) {
 
 func (d *Decider) finish(log logr.Logger, r sendResult) {
 	now := d.clock.Now()
-	d.metrics.outcomes.WithLabelValues(r.outcome.String()).Inc()
 	pod := r.job.pod
+	d.metrics.outcomes.WithLabelValues(pod.Namespace, r.job.policy, r.outcome.String()).Inc()
 	log = log.WithValues("pod", pod.Namespace+"/"+pod.Name)
 	rj := ResizeJSON{
 		Outcome: r.outcome.String(), Plan: r.job.summary, DecidedAt: r.job.decidedAt, SentAt: r.sentAt,
@@ -596,6 +616,29 @@ func (d *Decider) finish(log logr.Logger, r sendResult) {
 	for name, cs := range st.containers {
 		d.updateView(key{st.uid, name}, st, cs, now)
 	}
+}
+
+// observePending keeps the pod's pending-resize series in step with its
+// PodResizePending condition; it touches the metric only on a change.
+func (d *Decider) observePending(st *podState, pod *corev1.Pod) {
+	var reason string
+	var since time.Time
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodResizePending && c.Status == corev1.ConditionTrue &&
+			(c.Reason == corev1.PodReasonDeferred || c.Reason == corev1.PodReasonInfeasible) {
+			reason, since = c.Reason, c.LastTransitionTime.Time
+		}
+	}
+	if reason == st.pendingReason && since.Equal(st.pendingSince) {
+		return
+	}
+	if st.pendingReason != "" {
+		d.metrics.pendingSince.DeleteLabelValues(st.ns, st.name, policyName(st.policy), st.pendingReason)
+	}
+	if reason != "" {
+		d.metrics.pendingSince.WithLabelValues(st.ns, st.name, policyName(st.policy), reason).Set(float64(since.UnixNano()) / 1e9)
+	}
+	st.pendingReason, st.pendingSince = reason, since
 }
 
 // maxResizesKept is how many recent resizes a pod's view lists.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -296,6 +297,12 @@ func TestDeciderGrowsAThrottledContainer(t *testing.T) {
 	if r.DecidedAt != now {
 		t.Errorf("decidedAt %v, want the sample's time %v", r.DecidedAt, now)
 	}
+	if n := metricValue(t, d.metrics, "snug_agent_resize_outcomes_total", "ns", "pol", "Applied"); n != 1 {
+		t.Errorf("snug_agent_resize_outcomes_total{namespace=ns,policy=pol,outcome=Applied} %v, want 1", n)
+	}
+	if c := metricValue(t, d.metrics, "snug_agent_container_cpu_request_cores", "ns", "p", "app", "pol"); c != 0.05 {
+		t.Errorf("snug_agent_container_cpu_request_cores %v, want the actual 0.05 when sampled", c)
+	}
 	if v.Policy != "ns/pol" || v.LastChange == nil || v.LastChange.CPU.Action != "Grow" || v.LastChange.CPU.Why != "Throttled" {
 		t.Errorf("view %+v: want policy ns/pol and a last change cpu Grow Throttled", v)
 	}
@@ -417,4 +424,82 @@ func TestDeciderGrowsMemoryAfterOOMRestart(t *testing.T) {
 	if got, want := v.LastChange.Memory.Limit, int64(192<<20); got != want {
 		t.Errorf("memory limit %d, want %d (1.5 x 128Mi)", got, want)
 	}
+}
+
+// TestObservePending: a pod's PodResizePending condition (Deferred or
+// Infeasible) is one series holding its start; a new reason replaces it,
+// and none is left once the resize is no longer pending.
+func TestObservePending(t *testing.T) {
+	d := &Decider{metrics: newMetrics()}
+	st := &podState{ns: "ns", name: "p", policy: "ns/pol"}
+	pod := testPod("p", nil, rl("50m", "64Mi"), rl("100m", "128Mi"))
+	since := time.Unix(1_700_000_000, 0)
+	pending := func(reason string) {
+		pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodResizePending, Status: corev1.ConditionTrue, Reason: reason, LastTransitionTime: metav1.NewTime(since)}}
+		d.observePending(st, pod)
+	}
+	pending(corev1.PodReasonDeferred)
+	if n := len(gathered(t, d.metrics, "snug_agent_pod_resize_pending_since_timestamp_seconds")); n != 1 {
+		t.Fatalf("%d pending series, want 1", n)
+	}
+	if v := metricValue(t, d.metrics, "snug_agent_pod_resize_pending_since_timestamp_seconds", "ns", "p", "pol", "Deferred"); v != 1_700_000_000 {
+		t.Errorf("pending since %v, want the condition's lastTransitionTime", v)
+	}
+	pending(corev1.PodReasonInfeasible)
+	if n := len(gathered(t, d.metrics, "snug_agent_pod_resize_pending_since_timestamp_seconds")); n != 1 {
+		t.Fatalf("%d pending series after Deferred -> Infeasible, want 1", n)
+	}
+	if v := metricValue(t, d.metrics, "snug_agent_pod_resize_pending_since_timestamp_seconds", "ns", "p", "pol", "Infeasible"); v != 1_700_000_000 {
+		t.Errorf("infeasible since %v", v)
+	}
+	pod.Status.Conditions = nil
+	d.observePending(st, pod)
+	if n := len(gathered(t, d.metrics, "snug_agent_pod_resize_pending_since_timestamp_seconds")); n != 0 {
+		t.Errorf("%d pending series once nothing is pending, want 0", n)
+	}
+}
+
+// gathered returns the series of the family name, each as its
+// label values in order of the labels' names (as the registry sorts them).
+func gathered(t *testing.T, m *Metrics, name string) map[string]float64 {
+	t.Helper()
+	fams, err := m.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, f := range fams {
+		if f.GetName() != name {
+			continue
+		}
+		for _, s := range f.GetMetric() {
+			var vals []string
+			for _, l := range s.GetLabel() {
+				vals = append(vals, l.GetValue())
+			}
+			v := s.GetGauge().GetValue()
+			if s.Counter != nil {
+				v = s.GetCounter().GetValue()
+			}
+			out[strings.Join(vals, "/")] = v
+		}
+	}
+	return out
+}
+
+// metricValue is the value of one series, given its label values in the
+// labels' order of declaration; -1 when absent.
+func metricValue(t *testing.T, m *Metrics, name string, values ...string) float64 {
+	t.Helper()
+	// Gathered labels are sorted by name; match as a set.
+	want := append([]string(nil), values...)
+	slices.Sort(want)
+	for k, v := range gathered(t, m, name) {
+		got := strings.Split(k, "/")
+		slices.Sort(got)
+		if slices.Equal(got, want) {
+			return v
+		}
+	}
+	return -1
 }

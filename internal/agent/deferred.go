@@ -371,7 +371,7 @@ func (d *Decider) handleDeferred(ctx context.Context, log logr.Logger, st *podSt
 		}
 	}
 	summary += ")"
-	job := sendJob{uid: pod.UID, pod: pod, patch: fit.patch, want: specPlans(fit.spec), decidedAt: now, deferred: action, spec: fit.spec, summary: summary}
+	job := sendJob{uid: pod.UID, pod: pod, policy: policyName(st.policy), patch: fit.patch, want: specPlans(fit.spec), decidedAt: now, deferred: action, spec: fit.spec, summary: summary}
 	if !d.queue.submit(ctx, job) {
 		return false
 	}

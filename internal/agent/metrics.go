@@ -1,6 +1,8 @@
 package agent
 
 import (
+	"strings"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
@@ -10,7 +12,8 @@ import (
 // Metrics is the agent's Prometheus registry: the agent's own health and
 // one gauge per container and signal.
 //
-// Per-container series carry namespace, pod and container labels. That
+// Per-container series carry namespace, pod and container labels (and
+// the requests gauges the pod's policy); counters never carry a pod. That
 // breaks the project's rule of no pod names in labels on purpose: one agent
 // serves one node, which the kubelet caps at 110 pods by default, and the
 // agent deletes a container's series as soon as it stops tracking it, so a
@@ -44,8 +47,14 @@ type Metrics struct {
 	workingSet     *prometheus.GaugeVec
 	memoryLimit    *prometheus.GaugeVec
 	headroom       *prometheus.GaugeVec
-	oomKills       *prometheus.GaugeVec
+	oomKills       *prometheus.CounterVec
 	pressure       *prometheus.GaugeVec
+
+	// Per container and pod under a policy (decide.go): the actual
+	// requests, and a pod's pending resize.
+	cpuRequest    *prometheus.GaugeVec
+	memoryRequest *prometheus.GaugeVec
+	pendingSince  *prometheus.GaugeVec
 }
 
 var containerLabels = []string{"namespace", "pod", "container"}
@@ -86,8 +95,8 @@ func newMetrics() *Metrics {
 		}, []string{"action", "resource"}),
 		outcomes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "snug", Subsystem: "agent", Name: "resize_outcomes_total",
-			Help: "What became of the resizes the agent planned: Applied, Deferred, Infeasible, Error, Rejected, Conflict, Timeout, Refused (by the planner), NoOp, DryRun.",
-		}, []string{"outcome"}),
+			Help: "What became of the resizes the agent planned, by the pod's namespace and policy: Applied, Deferred, Infeasible, Error, Rejected, Conflict, Timeout, Unknown, Refused (by the planner), NoOp.",
+		}, []string{"namespace", "policy", "outcome"}),
 		appliedLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Namespace: "snug", Subsystem: "agent", Name: "decision_to_applied_seconds",
 			Help: "Time from the sample that decided a resize to the agent seeing the pod's actual resources reflect it.",
@@ -99,7 +108,7 @@ func newMetrics() *Metrics {
 			Help: "Decisions held back because the pod used up its resizes for the hour (behavior.maxResizesPerHour).",
 		}),
 		resizesLastHour: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Namespace: "snug", Subsystem: "agent", Name: "pod_resizes_last_hour",
+			Namespace: "snug", Subsystem: "agent", Name: "pod_hourly_resizes",
 			Help:    "Resizes of the pod in the sliding hour, observed each time one is sent.",
 			Buckets: []float64{1, 2, 3, 4, 6, 8, 12, 16, 20, 30, 60},
 		}),
@@ -122,12 +131,22 @@ func newMetrics() *Metrics {
 		workingSet:     gauge("container_memory_working_set_bytes", "Memory usage minus inactive file pages, as the kubelet computes it."),
 		memoryLimit:    gauge("container_memory_limit_bytes", "Memory limit; absent when unlimited."),
 		headroom:       gauge("container_memory_headroom_bytes", "Memory limit minus working set; absent when unlimited."),
-		oomKills:       gauge("container_oom_kills", "Cumulative OOM kills in the container's cgroup (a gauge: it starts at the cgroup's count when tracking begins)."),
-		pressure:       gauge("container_pressure_stalled_ratio", "PSI: share of the interval some or all tasks stalled on a resource (0-1); cgroup v2 only.", "resource", "kind"),
+		oomKills: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "snug", Subsystem: "agent", Name: "container_oom_kills_total",
+			Help: "OOM kills in the container's cgroup (it starts at the cgroup's count when tracking begins).",
+		}, containerLabels),
+		pressure:      gauge("container_pressure_stalled_ratio", "PSI: share of the interval some or all tasks stalled on a resource (0-1); cgroup v2 only.", "resource", "kind"),
+		cpuRequest:    gauge("container_cpu_request_cores", "The container's actual cpu request (status.containerStatuses[].resources, else the spec), for containers under a policy.", "policy"),
+		memoryRequest: gauge("container_memory_request_bytes", "The container's actual memory request, for containers under a policy.", "policy"),
+		pendingSince: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: "snug", Subsystem: "agent", Name: "pod_resize_pending_since_timestamp_seconds",
+			Help: "When the pod's resize became pending (PodResizePending's lastTransitionTime), by reason (Deferred, Infeasible); absent while none is pending. Pods under a policy only.",
+		}, []string{"namespace", "pod", "policy", "reason"}),
 	}
 	m.reg.MustRegister(m.passDuration, m.tracked, m.readErrors, m.gone, m.findErrors,
 		m.decisions, m.outcomes, m.appliedLatency, m.budgetHits, m.resizesLastHour, m.deferredActions, m.snapshots, m.seeds,
 		m.cpuUsage, m.cpuLimit, m.throttledRatio, m.throttledRate, m.workingSet, m.memoryLimit, m.headroom, m.oomKills, m.pressure,
+		m.cpuRequest, m.memoryRequest, m.pendingSince,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -138,7 +157,10 @@ func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 // series holds one container's gauges, so that a pass sets them without
 // hashing labels or allocating.
 type series struct {
-	cpuUsage, throttledRatio, throttledRate, workingSet, oomKills prometheus.Gauge
+	cpuUsage, throttledRatio, throttledRate, workingSet prometheus.Gauge
+	oomKills                                            prometheus.Counter
+	// oomSeen is the cgroup's OOM kill count already added to oomKills.
+	oomSeen uint64
 	// psi is [resource][some, full], made on the first PSI reading.
 	psi *[3][2]prometheus.Gauge
 }
@@ -156,7 +178,10 @@ func (m *Metrics) newSeries(r ContainerRef) *series {
 
 func (m *Metrics) observe(r ContainerRef, s *series, p Point) {
 	s.workingSet.Set(float64(p.MemoryWorkingSetBytes))
-	s.oomKills.Set(float64(p.OOMKills))
+	if p.OOMKills > s.oomSeen {
+		s.oomKills.Add(float64(p.OOMKills - s.oomSeen))
+		s.oomSeen = p.OOMKills
+	}
 	// Limits change rarely (on a resize) and may come and go, so they
 	// take the slower labelled path.
 	if p.MemoryLimited {
@@ -197,7 +222,25 @@ func (m *Metrics) observe(r ContainerRef, s *series, p Point) {
 // forget deletes every series of r's container.
 func (m *Metrics) forget(r ContainerRef) {
 	l := prometheus.Labels{"namespace": r.Namespace, "pod": r.Pod, "container": r.Container}
-	for _, v := range []*prometheus.GaugeVec{m.cpuUsage, m.cpuLimit, m.throttledRatio, m.throttledRate, m.workingSet, m.memoryLimit, m.headroom, m.oomKills, m.pressure} {
+	for _, v := range []*prometheus.GaugeVec{m.cpuUsage, m.cpuLimit, m.throttledRatio, m.throttledRate, m.workingSet, m.memoryLimit, m.headroom, m.pressure, m.cpuRequest, m.memoryRequest} {
 		v.DeletePartialMatch(l)
 	}
+	m.oomKills.Delete(l)
+}
+
+// forgetPod deletes the series the decider keeps for a pod: its
+// containers' requests and its pending resize.
+func (m *Metrics) forgetPod(namespace, pod string) {
+	l := prometheus.Labels{"namespace": namespace, "pod": pod}
+	m.cpuRequest.DeletePartialMatch(l)
+	m.memoryRequest.DeletePartialMatch(l)
+	m.pendingSince.DeletePartialMatch(l)
+}
+
+// policyName is the name part of a "namespace/name" policy key.
+func policyName(key string) string {
+	if i := strings.IndexByte(key, '/'); i >= 0 {
+		return key[i+1:]
+	}
+	return key
 }

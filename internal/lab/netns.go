@@ -36,6 +36,12 @@ func inNetNS(o *Options, argv ...string) []string {
 	return append([]string{"nsenter", "--net=" + netnsPath(o), "--"}, argv...)
 }
 
+// InNetNS returns the argv that runs argv inside the lab's network
+// namespace (nsenter execs it: the PID is argv's), for add-ons that must
+// listen on the node's address and dial pods and the API server only
+// there, such as the lab's Prometheus (StartProcess records it).
+func (o *Options) InNetNS(argv ...string) []string { return inNetNS(o, argv...) }
+
 // setupNetwork creates the namespace and veth pair. It fails, naming the
 // cause, when a link or namespace of that name exists that is not the lab's.
 func setupNetwork(ctx context.Context, o *Options) error {

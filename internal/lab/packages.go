@@ -29,6 +29,8 @@ var requirements = []requirement{
 	{"/usr/sbin/iptables", "iptables"},
 	{"/usr/bin/nsenter", "util-linux"},
 	{"/usr/bin/docker-registry", "docker-registry"},
+	// The lab's Prometheus (internal/lab/prom, started on demand).
+	{"/usr/bin/prometheus", "prometheus"},
 }
 
 // missingPackages returns the Debian packages whose files are absent.

@@ -141,7 +141,7 @@ func newLabCommands(stdout, stderr io.Writer) []*cobra.Command {
 		opts.AddFlags(c.PersistentFlags())
 		c.PersistentPreRunE = func(*cobra.Command, []string) error { return opts.Validate() }
 	}
-	return append(cmds, newLabVPACommand(opts, stdout))
+	return append(cmds, newLabVPACommand(opts, stdout), newLabPrometheusCommand(opts, stdout))
 }
 
 func truncate(s string, n int) string {
