@@ -65,7 +65,9 @@ func vpaContainers(cps ...VPAContainerPolicy) func(*VerticalPodAutoscaler) {
 }
 
 func containers(cps ...v1alpha1.ContainerResourcePolicy) func(*v1alpha1.SnugPolicy) {
-	return func(p *v1alpha1.SnugPolicy) { p.Spec.ResourcePolicy = &v1alpha1.PodResourcePolicy{ContainerPolicies: cps} }
+	return func(p *v1alpha1.SnugPolicy) {
+		p.Spec.ResourcePolicy = &v1alpha1.PodResourcePolicy{ContainerPolicies: cps}
+	}
 }
 
 func q(s string) *resource.Quantity { return ptr.To(resource.MustParse(s)) }
