@@ -219,8 +219,13 @@ func (c *Controller) Run(ctx context.Context) error {
 	c.cmFactory.Start(ctx.Done())
 	defer c.cmFactory.Shutdown()
 	go c.policyInf.RunWithContext(ctx)
-	go c.watchVPAs(ctx)
-	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
+	synced := c.synced
+	if vpaSynced := c.startVPAs(ctx); vpaSynced != nil {
+		synced = append(slices.Clone(synced), vpaSynced)
+	} else {
+		go c.watchVPAs(ctx)
+	}
+	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
 		return errors.New("waiting for informer caches to sync: context ended")
 	}
 	log.Info("controller started", "workers", c.cfg.Workers)

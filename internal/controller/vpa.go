@@ -98,29 +98,46 @@ func (c *Controller) servesVPA() bool {
 	return slices.ContainsFunc(l.APIResources, func(r metav1.APIResource) bool { return r.Name == convert.VPAResource.Resource })
 }
 
-// watchVPAs starts an informer on VerticalPodAutoscalers once the API
-// server serves them: at once if it does, else as soon as discovery shows
-// them (looked for every vpaDiscoveryInterval). Until then the policies
-// see no VPA. It returns when ctx ends.
+// startVPAs starts the VerticalPodAutoscaler informer if the API server
+// serves VPAs now, and returns its HasSynced (nil if it does not). Run
+// waits for it with the other caches, so that no policy is reconciled, and
+// no pod resized, before the controller knows the cluster's VPAs.
+func (c *Controller) startVPAs(ctx context.Context) cache.InformerSynced {
+	if c.cfg.Dynamic == nil || !c.servesVPA() {
+		return nil
+	}
+	return c.runVPAInformer(ctx)
+}
+
+// watchVPAs waits until the API server serves VerticalPodAutoscalers
+// (looking every VPADiscoveryInterval), then starts their informer and
+// enqueues every policy. Until then the policies see no VPA. It returns
+// when ctx ends.
 func (c *Controller) watchVPAs(ctx context.Context) {
 	if c.cfg.Dynamic == nil {
 		return
 	}
 	log := klog.FromContext(ctx)
-	logged := false
-	_ = wait.PollUntilContextCancel(ctx, c.cfg.VPADiscoveryInterval, true, func(ctx context.Context) (bool, error) {
-		if c.servesVPA() {
-			return true, nil
-		}
-		if !logged {
-			log.Info("the cluster serves no VerticalPodAutoscalers; looking again every interval", "interval", c.cfg.VPADiscoveryInterval)
-			logged = true
-		}
-		return false, nil
+	log.Info("the cluster serves no VerticalPodAutoscalers; looking again periodically", "interval", c.cfg.VPADiscoveryInterval)
+	err := wait.PollUntilContextCancel(ctx, c.cfg.VPADiscoveryInterval, false, func(context.Context) (bool, error) {
+		return c.servesVPA(), nil
 	})
-	if ctx.Err() != nil {
+	if err != nil {
 		return
 	}
+	if !cache.WaitForCacheSync(ctx.Done(), c.runVPAInformer(ctx)) {
+		return
+	}
+	for _, o := range c.policyInf.GetStore().List() {
+		if p, ok := o.(*v1alpha1.SnugPolicy); ok {
+			c.queue.Add(key(p.Namespace, p.Name))
+		}
+	}
+}
+
+// runVPAInformer starts the VPA informer, which publishes its store to
+// the reconciles once synced, and returns its HasSynced.
+func (c *Controller) runVPAInformer(ctx context.Context) cache.InformerSynced {
 	inf := dynamicinformer.NewFilteredDynamicInformer(c.cfg.Dynamic, convert.VPAResource, metav1.NamespaceAll, 0,
 		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, nil).Informer()
 	utilruntime.Must(inf.SetTransform(stripManagedFields))
@@ -131,17 +148,21 @@ func (c *Controller) watchVPAs(ctx context.Context) {
 	})
 	utilruntime.Must(err)
 	go inf.RunWithContext(ctx)
-	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
-		return
-	}
-	c.mu.Lock()
-	c.vpaStore = inf.GetIndexer()
-	c.mu.Unlock()
-	log.Info("watching VerticalPodAutoscalers")
-	for _, o := range c.policyInf.GetStore().List() {
-		if p, ok := o.(*v1alpha1.SnugPolicy); ok {
-			c.queue.Add(key(p.Namespace, p.Name))
+	go func() {
+		if cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+			c.mu.Lock()
+			c.vpaStore = inf.GetIndexer()
+			c.mu.Unlock()
+			klog.FromContext(ctx).Info("watching VerticalPodAutoscalers")
 		}
+	}()
+	return func() bool {
+		if !inf.HasSynced() {
+			return false
+		}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.vpaStore != nil
 	}
 }
 
