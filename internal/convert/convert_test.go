@@ -259,11 +259,12 @@ spec:
         maxAllowed:
           cpu: "1"
           memory: 512Mi
+        futureKnob: 3
   futureField: {a: 1}
 `
 
-// TestObject converts an object as the dynamic client gives it, with a
-// field VPA 1.8.1 does not have.
+// TestObject converts an object as the dynamic client gives it (the field
+// report's VPA), with two fields VPA 1.8.1 does not have.
 func TestObject(t *testing.T) {
 	var obj map[string]any
 	if err := yaml.Unmarshal([]byte(fieldReportVPA), &obj); err != nil {
@@ -295,7 +296,7 @@ func TestObject(t *testing.T) {
 	for _, n := range notes {
 		fields = append(fields, n.Field)
 	}
-	if diff := cmp.Diff([]string{"spec.updatePolicy.updateMode", "spec.futureField"}, fields); diff != "" {
+	if diff := cmp.Diff([]string{"spec.updatePolicy.updateMode", "spec.futureField", "spec.resourcePolicy.containerPolicies[0].futureKnob"}, fields); diff != "" {
 		t.Errorf("noted fields (-want +got):\n%s", diff)
 	}
 }
