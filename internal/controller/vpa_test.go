@@ -1,16 +1,26 @@
 package controller
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 
 	"github.com/snug-dev/snug/api/v1alpha1"
+	"github.com/snug-dev/snug/internal/convert"
 	tb "github.com/snug-dev/snug/internal/testbuild"
 )
 
@@ -97,4 +107,40 @@ func TestReconcileVPAConflict(t *testing.T) {
 	if e.podExists("web-1") {
 		t.Error("web-1 not evicted once the VPA was Off")
 	}
+}
+
+// TestWatchVPAsLate: with no VPA API at start the controller does not
+// wait for VPAs; once discovery shows them, watchVPAs starts the informer
+// and the reconciles see the cluster's VPAs.
+func TestWatchVPAsLate(t *testing.T) {
+	cs := fake.NewClientset()
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+		map[schema.GroupVersionResource]string{convert.VPAResource: "VerticalPodAutoscalerList"},
+		vpaObject("web-vpa", "Deployment", "web", "Auto"))
+	c := New(cs, nil, record.NewFakeRecorder(10), NewMetrics(prometheus.NewRegistry()),
+		Config{Dynamic: dyn, VPADiscoveryInterval: 10 * time.Millisecond})
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	if c.startVPAs(ctx) != nil {
+		t.Fatal("the VPA informer started though the cluster serves no VPAs")
+	}
+	if got := c.vpasIn(tb.Namespace); got != nil {
+		t.Fatalf("VPAs %v before they are watched", got)
+	}
+	// VPA's CRD is installed: discovery shows it.
+	cs.Fake.Resources = []*metav1.APIResourceList{{GroupVersion: "autoscaling.k8s.io/v1",
+		APIResources: []metav1.APIResource{{Name: "verticalpodautoscalers", Namespaced: true, Kind: "VerticalPodAutoscaler"}}}}
+	done := make(chan struct{})
+	go func() { c.watchVPAs(ctx); close(done) }()
+	err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return len(c.vpasIn(tb.Namespace)) == 1, nil
+	})
+	if err != nil {
+		t.Fatalf("the VPA never showed: %v", err)
+	}
+	if v := c.vpasIn(tb.Namespace)[0]; v.name != "web-vpa" || v.mode != "Auto" {
+		t.Errorf("VPA %+v", v)
+	}
+	cancel()
+	<-done
 }
