@@ -502,6 +502,12 @@ const (
 	// the policy's target on cpu or memory utilization; those resources are
 	// then listed in status.uncontrolledResources and left alone.
 	ConditionHPAConflict = "HPAConflict"
+	// ConditionVPAConflict is True while a VerticalPodAutoscaler whose
+	// updateMode is not Off targets the policy's workload or selects some
+	// of its pods. snug then yields (reason YieldsToVPA): it keeps
+	// recommending but changes none of the policy's pods until the VPA is
+	// set to Off or deleted.
+	ConditionVPAConflict = "VPAConflict"
 )
 
 // Condition reasons of a SnugPolicy.
@@ -527,6 +533,8 @@ const (
 	ReasonYieldsToOlderPolicy = "YieldsToOlderPolicy"
 	// ReasonHPAScalesResource goes with HPAConflict (True).
 	ReasonHPAScalesResource = "HPAScalesResource"
+	// ReasonYieldsToVPA goes with VPAConflict (True).
+	ReasonYieldsToVPA = "YieldsToVPA"
 )
 
 // SnugPolicyList is a list of SnugPolicy.

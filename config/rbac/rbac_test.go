@@ -97,6 +97,8 @@ var needs = map[string]map[perm]use{
 		{"batch", "cronjobs", "watch", ""}:                            {file: "internal/controller/controller.go", snippet: "batch.CronJobs().Informer()"},
 		{"autoscaling", "horizontalpodautoscalers", "list", ""}:       {file: "internal/controller/controller.go", snippet: "c.factory.Autoscaling().V2().HorizontalPodAutoscalers()"},
 		{"autoscaling", "horizontalpodautoscalers", "watch", ""}:      {file: "internal/controller/controller.go", snippet: "c.factory.Autoscaling().V2().HorizontalPodAutoscalers()"},
+		{"autoscaling.k8s.io", "verticalpodautoscalers", "list", ""}:  {file: "internal/controller/vpa.go", snippet: "dynamicinformer.NewFilteredDynamicInformer(c.cfg.Dynamic, convert.VPAResource, "},
+		{"autoscaling.k8s.io", "verticalpodautoscalers", "watch", ""}: {file: "internal/controller/vpa.go", snippet: "dynamicinformer.NewFilteredDynamicInformer(c.cfg.Dynamic, convert.VPAResource, "},
 		// --auth: httpauth.ForConfig(cfg) in run.go.
 		{"authentication.k8s.io", "tokenreviews", "create", ""}:        {file: "internal/httpauth/review.go", snippet: `"/apis/authentication.k8s.io/v1/tokenreviews"`},
 		{"authorization.k8s.io", "subjectaccessreviews", "create", ""}: {file: "internal/httpauth/review.go", snippet: `"/apis/authorization.k8s.io/v1/subjectaccessreviews"`},
@@ -233,6 +235,8 @@ func TestRulesNameRealResources(t *testing.T) {
 		resources[plural.Group+"/"+plural.Resource] = true
 	}
 	resources["apiextensions.k8s.io/customresourcedefinitions"] = true
+	// VPA's CRD (upstream's, VPA 1.8.1), for condition VPAConflict.
+	resources["autoscaling.k8s.io/verticalpodautoscalers"] = true
 	c, err := crd.SnugPolicies()
 	if err != nil {
 		t.Fatal(err)

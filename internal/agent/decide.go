@@ -109,6 +109,9 @@ type podState struct {
 	// uncontrolled is the policy's status.uncontrolledResources: resources
 	// an HPA scales the target on, which the agent never changes.
 	uncontrolled []corev1.ResourceName
+	// yields is set while the policy yields to a VerticalPodAutoscaler
+	// (policy.YieldsToVPA): the pod is learnt but never changed.
+	yields bool
 	// deferredRules is the policy's behavior.deferred; deferral the pod's
 	// Deferred resize, if any (deferred.go).
 	deferredRules policy.Deferred
@@ -126,6 +129,10 @@ type podState struct {
 	pendingReason string
 	pendingSince  time.Time
 }
+
+// actuates reports whether the agent may resize the pod: its policy's mode
+// resizes, and the policy does not yield to a VerticalPodAutoscaler.
+func (st *podState) actuates() bool { return policy.Actuates(st.mode) && !st.yields }
 
 type containerState struct {
 	rc    *recommend.Container
@@ -240,6 +247,11 @@ func (d *Decider) Observe(ctx context.Context, ref ContainerRef, p Point) {
 				d.containerLog(ctx, pod, name).Error(err, "applying uncontrolled resources")
 			}
 		}
+	}
+	if y := policy.YieldsToVPA(pol); y != st.yields {
+		// A status change too: keep the history, stop or resume resizing.
+		d.containerLog(ctx, pod, ref.Container).Info("policy's VPA conflict changed", "policy", st.policy, "yieldsToVPA", y)
+		st.yields = y
 	}
 	cs := st.containers[ref.Container]
 	if cs == nil {
@@ -444,7 +456,7 @@ func (d *Decider) PassDone(ctx context.Context) {
 			continue
 		}
 		st.wanted = false
-		if st.inFlight || !policy.Actuates(st.mode) || d.queue == nil {
+		if st.inFlight || !st.actuates() || d.queue == nil {
 			continue
 		}
 		d.plan(ctx, log, st, pod, now)

@@ -325,14 +325,16 @@ func TestDeciderGrowsAThrottledContainer(t *testing.T) {
 }
 
 // TestDeciderLeavesAlone covers what must never be patched: a BestEffort
-// pod, a pod under an Off policy, a dry run, a pod under no policy, and a
-// container whose policy mode is Off.
+// pod, a pod under an Off policy, a dry run, a pod under no policy, a
+// container whose policy mode is Off, and a policy that yields to a VPA.
 func TestDeciderLeavesAlone(t *testing.T) {
 	offContainer := selectorPolicy("pol", v1alpha1.UpdateModeInPlace)
 	offContainer.Spec.ResourcePolicy = &v1alpha1.PodResourcePolicy{ContainerPolicies: []v1alpha1.ContainerResourcePolicy{
 		{ContainerName: "app", Mode: v1alpha1.ContainerScalingModeOff},
 		{ContainerName: "*"},
 	}}
+	yields := selectorPolicy("pol", v1alpha1.UpdateModeInPlace)
+	yields.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionVPAConflict, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonYieldsToVPA}}
 	for _, tc := range []struct {
 		name     string
 		pod      *corev1.Pod
@@ -346,6 +348,7 @@ func TestDeciderLeavesAlone(t *testing.T) {
 		{"dry run", testPod("p", map[string]string{"app": "load"}, rl("50m", "64Mi"), rl("100m", "128Mi")), []*v1alpha1.SnugPolicy{selectorPolicy("pol", v1alpha1.UpdateModeInPlace)}, true, true},
 		{"no policy", testPod("p", map[string]string{"app": "other"}, rl("50m", "64Mi"), rl("100m", "128Mi")), []*v1alpha1.SnugPolicy{selectorPolicy("pol", v1alpha1.UpdateModeInPlace)}, false, false},
 		{"container Off", testPod("p", map[string]string{"app": "load"}, rl("50m", "64Mi"), rl("100m", "128Mi")), []*v1alpha1.SnugPolicy{offContainer}, false, true},
+		{"yields to a VPA", testPod("p", map[string]string{"app": "load"}, rl("50m", "64Mi"), rl("100m", "128Mi")), []*v1alpha1.SnugPolicy{yields}, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()

@@ -316,7 +316,7 @@ func (d *Decider) handleDeferred(ctx context.Context, log logr.Logger, st *podSt
 	}
 	df := st.deferral
 	df.rules = st.deferredRules
-	if !policy.Actuates(st.mode) || d.queue == nil || st.inFlight {
+	if !st.actuates() || d.queue == nil || st.inFlight {
 		return false
 	}
 	log = log.WithValues("pod", st.ns+"/"+st.name)

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/pflag"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/snug-dev/snug/internal/kube"
@@ -43,6 +44,8 @@ type cluster struct {
 	core      *kube.Client
 	namespace string
 	server    string
+	// cfg is the client config, for clients of other API groups.
+	cfg *rest.Config
 }
 
 // connect loads the kubeconfig and builds a client. It does not contact
@@ -76,7 +79,7 @@ func (o *kubeOptions) connect() (*cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating a client for %s: %w", cfg.Host, err)
 	}
-	return &cluster{client: client, core: core, namespace: ns, server: cfg.Host}, nil
+	return &cluster{client: client, core: core, namespace: ns, server: cfg.Host, cfg: cfg}, nil
 }
 
 // explain makes an error that is not an answer from the API server say

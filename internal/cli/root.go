@@ -1,5 +1,5 @@
 // Package cli holds the subcommands of snug, the user's CLI and kubectl
-// plugin (status, resize, trace), one file each. It parses flags into each
+// plugin (status, resize, trace, convert), one file each. It parses flags into each
 // subcommand's Options, validates them and calls into the packages that do
 // the work; it never exits the process (only main does). The in-cluster
 // components (snug-agent, snug-controller) and the lab (snug-lab) are
@@ -75,6 +75,6 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newResizeCommand(stdout), newStatusCommand(stdout), newTraceCommand(stdout, stderr))
+	root.AddCommand(newResizeCommand(stdout), newStatusCommand(stdout), newTraceCommand(stdout, stderr), newConvertCommand(stdout, stderr))
 	return root
 }

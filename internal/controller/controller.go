@@ -22,6 +22,7 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
@@ -54,6 +55,12 @@ type Config struct {
 	CheckpointInterval time.Duration
 	// Clock is the controller's clock. Default the real one.
 	Clock clock.WithTicker
+	// Dynamic reads VerticalPodAutoscalers, for condition VPAConflict
+	// (vpa.go); nil turns that off.
+	Dynamic dynamic.Interface
+	// VPADiscoveryInterval is how often the controller looks for the
+	// VerticalPodAutoscaler API until the cluster serves it. Default 1m.
+	VPADiscoveryInterval time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -68,6 +75,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Clock == nil {
 		c.Clock = clock.RealClock{}
+	}
+	if c.VPADiscoveryInterval <= 0 {
+		c.VPADiscoveryInterval = vpaDiscoveryInterval
 	}
 	return c
 }
@@ -105,6 +115,9 @@ type Controller struct {
 	// older than the eviction never evicts a second pod (nor the same one
 	// twice).
 	evicting map[types.UID]evictionMark
+	// vpaStore holds the VerticalPodAutoscalers once watchVPAs watches
+	// them; nil before.
+	vpaStore cache.Indexer
 }
 
 // statusWriter writes a policy's status subresource.
@@ -206,7 +219,13 @@ func (c *Controller) Run(ctx context.Context) error {
 	c.cmFactory.Start(ctx.Done())
 	defer c.cmFactory.Shutdown()
 	go c.policyInf.RunWithContext(ctx)
-	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
+	synced := c.synced
+	if vpaSynced := c.startVPAs(ctx); vpaSynced != nil {
+		synced = append(slices.Clone(synced), vpaSynced)
+	} else {
+		go c.watchVPAs(ctx)
+	}
+	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
 		return errors.New("waiting for informer caches to sync: context ended")
 	}
 	log.Info("controller started", "workers", c.cfg.Workers)
@@ -401,6 +420,7 @@ func (c *Controller) reconcile(ctx context.Context, k string) (time.Duration, er
 		return 0, fmt.Errorf("listing horizontal pod autoscalers: %w", err)
 	}
 	hpa := hpaResources(p.Spec.TargetRef, hpaList)
+	vpas := vpaConflicts(p.Spec.TargetRef, pods, c.vpasIn(ns))
 
 	status := *p.Status.DeepCopy()
 	status.ObservedGeneration = p.Generation
@@ -422,13 +442,16 @@ func (c *Controller) reconcile(ctx context.Context, k string) (time.Duration, er
 		if after > 0 && after < requeue {
 			requeue = after
 		}
-		if after := c.evictDeferred(ctx, p, pods, now); after > 0 && after < requeue {
-			requeue = after
+		// A policy that yields to a VPA changes no pod (vpa.go).
+		if len(vpas) == 0 {
+			if after := c.evictDeferred(ctx, p, pods, now); after > 0 && after < requeue {
+				requeue = after
+			}
 		}
 	}
 
 	want := conditionsFor(observation{
-		mode: policy.UpdateMode(p), target: target, pods: len(pods), overlap: ov, hpa: hpa,
+		mode: policy.UpdateMode(p), target: target, pods: len(pods), overlap: ov, hpa: hpa, vpas: vpas,
 		recommendation: status.Recommendation != nil,
 	})
 	status.Conditions = mergeConditions(status.Conditions, want, p.Generation, now)

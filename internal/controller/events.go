@@ -19,8 +19,8 @@ type event struct{ reason, message string }
 
 // conditionEvents returns an event for each condition that turned into
 // something a user can act on between before and after: Ready False for a
-// missing or unsupported target, ConfigUnsupported, Overlapping and
-// HPAConflict True. A condition that stays as it was gives none, so a
+// missing or unsupported target, ConfigUnsupported, Overlapping,
+// HPAConflict and VPAConflict True. A condition that stays as it was gives none, so a
 // resync does not repeat it.
 func conditionEvents(before, after []metav1.Condition) []event {
 	var out []event
@@ -40,6 +40,8 @@ func conditionEvents(before, after []metav1.Condition) []event {
 			out = append(out, event{EventOverlapping, c.Message})
 		case c.Type == v1alpha1.ConditionHPAConflict && c.Status == metav1.ConditionTrue:
 			out = append(out, event{EventHPAConflict, c.Message})
+		case c.Type == v1alpha1.ConditionVPAConflict && c.Status == metav1.ConditionTrue:
+			out = append(out, event{EventVPAConflict, c.Message})
 		}
 	}
 	return out

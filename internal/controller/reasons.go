@@ -14,6 +14,9 @@ const (
 	// EventHPAConflict: an HPA scales the target on cpu or memory, which
 	// snug then leaves alone.
 	EventHPAConflict = "HPAConflict"
+	// EventVPAConflict: a VerticalPodAutoscaler that is not Off sizes the
+	// same pods; snug yields to it and changes none of them.
+	EventVPAConflict = "VPAConflict"
 	// EventEvicted: a pod whose resize stayed Deferred was evicted, so that
 	// it is recreated where its size fits.
 	EventEvicted = "EvictedForDeferredResize"

@@ -18,6 +18,7 @@ import (
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset/typed/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -147,6 +148,10 @@ func Run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("making a client: %w", err)
+	}
 	if o.InstallCRDs {
 		ext, err := apiextensionsclient.NewForConfig(cfg)
 		if err != nil {
@@ -229,7 +234,7 @@ func Run(ctx context.Context, o *Options) error {
 	run := func(ctx context.Context) error {
 		metrics.Leader.Set(1)
 		defer metrics.Leader.Set(0)
-		return New(cs, pc, recorder, metrics, Config{Workers: o.Workers}).Run(ctx)
+		return New(cs, pc, recorder, metrics, Config{Workers: o.Workers, Dynamic: dyn}).Run(ctx)
 	}
 	if !o.LeaderElect {
 		return run(ctx)

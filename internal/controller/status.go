@@ -43,7 +43,9 @@ type observation struct {
 	pods    int // pods the policy governs (shared pods of a younger policy excluded)
 	overlap overlap
 	// hpa maps each resource an HPA scales the target on to the HPAs' names.
-	hpa            map[corev1.ResourceName][]string
+	hpa map[corev1.ResourceName][]string
+	// vpas are the VPAs that are not Off and act on the policy's pods.
+	vpas           []vpaView
 	recommendation bool
 }
 
@@ -95,6 +97,8 @@ func conditionsFor(o observation) []metav1.Condition {
 		out = append(out, cond(v1alpha1.ConditionHPAConflict, metav1.ConditionTrue, v1alpha1.ReasonHPAScalesResource,
 			"the target is scaled horizontally on "+strings.Join(parts, " and ")+"; snug leaves these resources alone"))
 	}
+
+	out = append(out, vpaCondition(o.vpas))
 
 	if o.recommendation {
 		out = append(out, cond(v1alpha1.ConditionRecommendationProvided, metav1.ConditionTrue, reasonHistory, ""))

@@ -46,8 +46,8 @@ func TestConditionsFor(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := conditionsFor(tt.o)
-			if len(got) != 6 {
-				t.Errorf("%d conditions, want one of each of 6 types", len(got))
+			if len(got) != 7 {
+				t.Errorf("%d conditions, want one of each of 7 types", len(got))
 			}
 			for typ, sr := range tt.want {
 				c := meta.FindStatusCondition(got, typ)
@@ -111,6 +111,8 @@ func TestConditionEvents(t *testing.T) {
 		{"hpa appears", []metav1.Condition{noHPA}, []metav1.Condition{hpa}, []string{EventHPAConflict}},
 		{"initial", nil, []metav1.Condition{c(v1alpha1.ConditionConfigUnsupported, metav1.ConditionTrue, v1alpha1.ReasonUpdateModeNotSupported)}, []string{EventUpdateModeNotSupported}},
 		{"overlap", nil, []metav1.Condition{c(v1alpha1.ConditionOverlapping, metav1.ConditionTrue, v1alpha1.ReasonOlderPolicyWins)}, []string{EventOverlapping}},
+		{"vpa", []metav1.Condition{c(v1alpha1.ConditionVPAConflict, metav1.ConditionFalse, reasonNoVPA)},
+			[]metav1.Condition{c(v1alpha1.ConditionVPAConflict, metav1.ConditionTrue, v1alpha1.ReasonYieldsToVPA)}, []string{EventVPAConflict}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

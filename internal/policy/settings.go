@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/snug-dev/snug/api/v1alpha1"
 	"github.com/snug-dev/snug/internal/recommend"
@@ -27,6 +28,18 @@ func MinReplicas(p *v1alpha1.SnugPolicy) int32 {
 		return *u.MinReplicas
 	}
 	return DefaultMinReplicas
+}
+
+// YieldsToVPA reports whether the controller found a VerticalPodAutoscaler
+// that is not Off acting on p's pods (condition VPAConflict True): snug
+// then changes none of them, whatever p's mode, and still recommends.
+func YieldsToVPA(p *v1alpha1.SnugPolicy) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == v1alpha1.ConditionVPAConflict {
+			return c.Status == metav1.ConditionTrue
+		}
+	}
+	return false
 }
 
 // Actuates reports whether mode m lets the agent patch pods. Off only

@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/snug-dev/snug/api/v1alpha1"
@@ -159,5 +160,18 @@ func TestLearnBounds(t *testing.T) {
 				t.Errorf("bounds (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+func TestYieldsToVPA(t *testing.T) {
+	p := &v1alpha1.SnugPolicy{}
+	if policy.YieldsToVPA(p) {
+		t.Error("a policy without conditions yields")
+	}
+	for status, want := range map[metav1.ConditionStatus]bool{metav1.ConditionTrue: true, metav1.ConditionFalse: false, metav1.ConditionUnknown: false} {
+		p.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionHPAConflict, Status: metav1.ConditionTrue}, {Type: v1alpha1.ConditionVPAConflict, Status: status}}
+		if got := policy.YieldsToVPA(p); got != want {
+			t.Errorf("VPAConflict %s: YieldsToVPA = %v, want %v", status, got, want)
+		}
 	}
 }

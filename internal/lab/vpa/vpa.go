@@ -326,3 +326,38 @@ func probe(url string) (bool, string) {
 	}
 	return resp.StatusCode == http.StatusOK, detail
 }
+
+// InstallCRDs builds VPA (once, for its manifests) and installs only its
+// CRDs in the lab, waiting until they are established: VPA objects can then
+// be created, and nothing acts on them. Up installs the same CRDs.
+func InstallCRDs(ctx context.Context, o *Options, log io.Writer) error {
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	if err := o.vpa().Ensure(ctx, o.Lab.CacheDir, log); err != nil {
+		return err
+	}
+	_, dyn, err := clients(o)
+	if err != nil {
+		return err
+	}
+	crds, err := applyCRDs(ctx, dyn, o.vpa().File(o.Lab.CacheDir, crdManifest))
+	if err != nil {
+		return err
+	}
+	for _, name := range crds {
+		err := o.waitFor(ctx, "CRD "+name+" established", func(ctx context.Context) (bool, error) {
+			u, err := dyn.Resource(crdGVR).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return false, nil
+			}
+			ok, _ := hasCondition(u, "Established")
+			return ok, nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(log, "VPA v%s CRDs installed\n", o.VPAVersion)
+	return nil
+}
