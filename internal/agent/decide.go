@@ -20,6 +20,7 @@ import (
 
 	"github.com/snug-dev/snug/api/v1alpha1"
 	"github.com/snug-dev/snug/internal/actuate"
+	"github.com/snug-dev/snug/internal/history"
 	"github.com/snug-dev/snug/internal/policy"
 	"github.com/snug-dev/snug/internal/recommend"
 	"github.com/snug-dev/snug/internal/resize"
@@ -103,6 +104,10 @@ type podState struct {
 	policyGen int64
 	mode      v1alpha1.UpdateMode
 	ignoreOOM bool
+	// admitted: the admission webhook sized the pod at creation under this
+	// policy (history.AdmissionAnnotation), so its containers start at the
+	// learnt size; the seed alone does not resize them (holdBaseline).
+	admitted bool
 	rec       *recommend.Pod
 	opts      resize.Options
 	// uncontrolled is the policy's status.uncontrolledResources: resources
@@ -132,6 +137,7 @@ type containerState struct {
 	last        recommend.Decision
 	lastTime    time.Time
 	lastChange  *DecisionJSON
+	samples     int // samples observed
 	logged      [2]recommend.Change // last logged cpu and memory change
 	wsBytes     int64
 	cpuMillis   int64
@@ -244,6 +250,10 @@ func (d *Decider) Observe(ctx context.Context, ref ContainerRef, p Point) {
 		d.containerLog(ctx, pod, ref.Container).Info("container was oom-killed and restarted; growing memory")
 	}
 	dec := decide(cs, ref.ContainerID, p, actualResources(pod, ref.Container, status), oom)
+	if st.admitted && cs.samples <= d.cfg.Recommend.WarmupSamples {
+		dec = holdBaseline(dec)
+		cs.last = dec
+	}
 	if dec.CPU.Action != recommend.Hold {
 		d.metrics.decisions.WithLabelValues(dec.CPU.Action.String(), "cpu").Inc()
 	}
@@ -306,11 +316,30 @@ func decide(cs *containerState, containerID string, p Point, actual recommend.Re
 		cs.rc.OOMKilled()
 	}
 	cs.containerID = containerID
+	cs.samples++
 	dec := cs.rc.Observe(p.Time, p.Signals, actual)
 	cs.last, cs.lastTime = dec, p.Time
 	cs.wsBytes = int64(p.MemoryWorkingSetBytes)
 	if p.HasRate {
 		cs.cpuMillis = int64(p.CPUUsageMillicores)
+	}
+	return dec
+}
+
+// holdBaseline keeps the fast path's changes of a decision (starvation:
+// throttling, OOM, memory near its limit) and holds the baseline's (grow or
+// shrink toward the target), for a pod the admission webhook already sized
+// from the same learnt history: one mechanism sizes a new pod
+// (docs/controller.md, "New pods: one owner"). It applies while the
+// container has at most WarmupSamples samples of its own; after that the
+// target includes the pod's own history and the baseline acts as for any
+// pod.
+func holdBaseline(dec recommend.Decision) recommend.Decision {
+	for _, ch := range []*recommend.Change{&dec.CPU, &dec.Memory} {
+		if w := ch.Reason.Why; ch.Action != recommend.Hold && (w == recommend.WhyAboveRequest || w == recommend.WhyBelowRequest) {
+			ch.Action, ch.Request = recommend.Hold, ch.Reason.Request
+			ch.Reason.Why = recommend.WhyInBand
+		}
 	}
 	return dec
 }
@@ -360,6 +389,9 @@ func (d *Decider) podStateFor(ctx context.Context, pod *corev1.Pod, pol *v1alpha
 		ignoreOOM: policy.IgnoresOOMKills(pol), rec: rec, opts: opts,
 		containers: map[string]*containerState{}, deferredRules: policy.DeferredOf(pol),
 		uncontrolled: slices.Clone(pol.Status.UncontrolledResources),
+	}
+	if a, ok, _ := history.ParseAdmission(pod); ok && a.Policy == pol.Name {
+		st.admitted = true
 	}
 	d.pods[pod.UID] = st
 	return st

@@ -29,8 +29,9 @@ func MinReplicas(p *v1alpha1.SnugPolicy) int32 {
 	return DefaultMinReplicas
 }
 
-// Actuates reports whether mode m lets the agent patch pods. Off only
-// recommends; Initial needs admission, which snug does not have yet.
+// Actuates reports whether mode m lets the agent resize pods in place. Off
+// only recommends; Initial sizes pods at creation only (internal/admission)
+// and is never resized in place.
 func Actuates(m v1alpha1.UpdateMode) bool {
 	return m == v1alpha1.UpdateModeInPlace || m == v1alpha1.UpdateModeInPlaceOrRecreate
 }
