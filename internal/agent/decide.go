@@ -108,8 +108,8 @@ type podState struct {
 	// policy (history.AdmissionAnnotation), so its containers start at the
 	// learnt size; the seed alone does not resize them (holdBaseline).
 	admitted bool
-	rec       *recommend.Pod
-	opts      resize.Options
+	rec      *recommend.Pod
+	opts     resize.Options
 	// uncontrolled is the policy's status.uncontrolledResources: resources
 	// an HPA scales the target on, which the agent never changes.
 	uncontrolled []corev1.ResourceName
@@ -137,7 +137,7 @@ type containerState struct {
 	last        recommend.Decision
 	lastTime    time.Time
 	lastChange  *DecisionJSON
-	samples     int // samples observed
+	samples     int                 // samples observed
 	logged      [2]recommend.Change // last logged cpu and memory change
 	wsBytes     int64
 	cpuMillis   int64
