@@ -108,8 +108,10 @@ type podState struct {
 	// policy (history.AdmissionAnnotation), so its containers start at the
 	// learnt size; the seed alone does not resize them (holdBaseline).
 	admitted bool
-	rec      *recommend.Pod
-	opts     resize.Options
+	// notedUnadmitted: the NotSizedAtAdmission event was recorded.
+	notedUnadmitted bool
+	rec             *recommend.Pod
+	opts            resize.Options
 	// uncontrolled is the policy's status.uncontrolledResources: resources
 	// an HPA scales the target on, which the agent never changes.
 	uncontrolled []corev1.ResourceName
@@ -326,6 +328,14 @@ func decide(cs *containerState, containerID string, p Point, actual recommend.Re
 	return dec
 }
 
+// newPodAge is how young a pod must be for NotSizedAtAdmission: an agent
+// restart meets old pods, which no webhook was asked about.
+const newPodAge = 2 * time.Minute
+
+func isNew(pod *corev1.Pod, now time.Time) bool {
+	return now.Sub(pod.CreationTimestamp.Time) < newPodAge
+}
+
 // holdBaseline keeps the fast path's changes of a decision (starvation:
 // throttling, OOM, memory near its limit) and holds the baseline's (grow or
 // shrink toward the target), for a pod the admission webhook already sized
@@ -411,6 +421,16 @@ func (d *Decider) containerStateFor(ctx context.Context, pod *corev1.Pod, pol *v
 	if err != nil {
 		log.Error(err, "starting to recommend")
 		return nil
+	}
+	if seed != nil && !st.admitted && !st.notedUnadmitted && st.mode != v1alpha1.UpdateModeOff && !rules.Off && isNew(pod, d.clock.Now()) {
+		// Say it once per pod: the webhook would have sized it.
+		st.notedUnadmitted = true
+		then := "snug sizes it from the history"
+		if !policy.Actuates(st.mode) {
+			then = "under updateMode " + string(st.mode) + " it keeps that size until it is recreated"
+		}
+		d.event(pod, corev1.EventTypeNormal, ReasonNotSizedAtAdmission,
+			"created at its template's size although workload history exists (the admission webhook did not size it: down, disabled or opted out); "+then)
 	}
 	cs := &containerState{rc: rc, rules: rules, qos: ref.QOSClass}
 	st.containers[ref.Container] = cs

@@ -1,0 +1,280 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/snug-dev/snug/api/v1alpha1"
+	policyclient "github.com/snug-dev/snug/api/v1alpha1/client"
+	"github.com/snug-dev/snug/internal/agent"
+	"github.com/snug-dev/snug/internal/experiment"
+	"github.com/snug-dev/snug/internal/history"
+	"github.com/snug-dev/snug/internal/policy"
+	"github.com/snug-dev/snug/internal/recommend"
+)
+
+// The learnt history the admission tests write into a workload's
+// checkpoint: an hour at about admissionCPUMillis and admissionMemBytes.
+const (
+	admissionCPUMillis = 100
+	admissionMemBytes  = 24 << 20
+)
+
+// TestAdmission installs snug with its chart (the webhook on by default)
+// and holds new-pod sizing to docs/controller.md, "New pods: one owner":
+// a learnt Deployment scaled from 1 to 3 starts its new pods at the learnt
+// size (the annotation says what changed, the policy has an event) and the
+// agent resizes none of them in their first minute; the same Deployment
+// opted out of admission starts them at the template's size and the agent
+// grows each from the seed. A Guaranteed template stays Guaranteed, and a
+// pod in snug's own namespace is never sent to the webhook.
+func TestAdmission(t *testing.T) {
+	pc := installPolicyCRD(t)
+	ag := installSnug(t, snugInstall{})
+	ns := testNamespace(t, "snug-adm-")
+
+	// Two workloads with the same template and history; the second opted
+	// out of admission by the pod label.
+	for _, w := range []struct {
+		name   string
+		optOut bool
+	}{{"web", false}, {"optout", true}} {
+		createPolicy(t, pc, ns, w.name, v1alpha1.SnugPolicySpec{TargetRef: deploymentRef(w.name),
+			UpdatePolicy: &v1alpha1.PodUpdatePolicy{UpdateMode: v1alpha1.UpdateModeInPlace}})
+		writeLearntCheckpoint(t, pc, ns, w.name)
+		createAdmissionDeployment(t, ns, w.name, 1, false, w.optOut)
+	}
+	createPolicy(t, pc, ns, "guaranteed", v1alpha1.SnugPolicySpec{TargetRef: deploymentRef("guaranteed"),
+		UpdatePolicy: &v1alpha1.PodUpdatePolicy{UpdateMode: v1alpha1.UpdateModeInPlaceOrRecreate}})
+	writeLearntCheckpoint(t, pc, ns, "guaranteed")
+	waitAdmissionServing(t, ns, "web")
+	start := time.Now()
+	first := map[string][]corev1.Pod{"web": readyPods(t, ns, "web", 1), "optout": readyPods(t, ns, "optout", 1)}
+	for _, w := range []string{"web", "optout"} {
+		scaleDeployment(t, ns, w, 3)
+	}
+	createAdmissionDeployment(t, ns, "guaranteed", 1, true, false)
+
+	resizes := map[string][]int{}
+	for _, w := range []string{"web", "optout"} {
+		for _, p := range readyPods(t, ns, w, 3) {
+			if slices.ContainsFunc(first[w], func(f corev1.Pod) bool { return f.UID == p.UID }) {
+				continue
+			}
+			n := resizesInFirstMinute(t, ag, &p)
+			resizes[w] = append(resizes[w], n)
+			req := p.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU]
+			a, sized, err := history.ParseAdmission(&p)
+			if err != nil {
+				t.Errorf("pod %s: %v", p.Name, err)
+			}
+			t.Logf("%s: new pod %s created with cpu request %s (annotation: %v %s), %d resizes in its first minute", w, p.Name, req.String(), sized, a, n)
+			switch w {
+			case "web":
+				if !sized || a.Policy != "web" {
+					t.Errorf("pod %s carries no admission annotation of policy web: %v", p.Name, p.Annotations)
+				}
+				if req.MilliValue() < admissionCPUMillis {
+					t.Errorf("pod %s starts at cpu %s, want the learnt %dm or more", p.Name, req.String(), admissionCPUMillis)
+				}
+				if n != 0 {
+					t.Errorf("pod %s sized at admission was resized %d times in its first minute", p.Name, n)
+				}
+			case "optout":
+				if sized || req.MilliValue() != 50 {
+					t.Errorf("opted-out pod %s: annotation %v, cpu %s; want the template's 50m, unsized", p.Name, sized, req.String())
+				}
+			}
+		}
+	}
+	t.Logf("resizes of new pods in their first minute: with admission %v, without (opted out, seeded by the agent) %v; scale-up to 3 took %.0fs",
+		resizes["web"], resizes["optout"], time.Since(start).Seconds())
+	if total(resizes["optout"]) == 0 {
+		t.Errorf("the opted-out pods were never grown from the seed; the comparison shows nothing")
+	}
+	waitEvent(t, ns, "web", "SizedAtAdmission")
+
+	// Guaranteed stays Guaranteed, at the learnt size.
+	g := readyPods(t, ns, "guaranteed", 1)[0]
+	c := g.Spec.Containers[0].Resources
+	if g.Status.QOSClass != corev1.PodQOSGuaranteed || !c.Requests.Cpu().Equal(*c.Limits.Cpu()) || !c.Requests.Memory().Equal(*c.Limits.Memory()) {
+		t.Errorf("guaranteed pod %s: QoS %s, resources %v", g.Name, g.Status.QOSClass, c)
+	}
+	if _, ok := g.Annotations[history.AdmissionAnnotation]; !ok || c.Requests.Cpu().MilliValue() == 500 {
+		t.Errorf("guaranteed pod %s not sized at admission: cpu %s, annotations %v", g.Name, c.Requests.Cpu(), g.Annotations)
+	}
+	t.Logf("guaranteed pod %s: %s/%s cpu, %s/%s memory, QoS %s", g.Name, c.Requests.Cpu(), c.Limits.Cpu(), c.Requests.Memory(), c.Limits.Memory(), g.Status.QOSClass)
+
+	// snug's own namespace is excluded: a pod there matching a policy
+	// there, with history, is admitted as written.
+	createPolicy(t, pc, "snug-system", "excluded", v1alpha1.SnugPolicySpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "excluded"}}})
+	t.Cleanup(func() { _ = pc.SnugPolicies("snug-system").Delete(context.Background(), "excluded", metav1.DeleteOptions{}) })
+	writeLearntCheckpoint(t, pc, "snug-system", "excluded")
+	if p := dryRunPod(t, "snug-system", "excluded"); p.Annotations[history.AdmissionAnnotation] != "" || p.Spec.Containers[0].Resources.Requests.Cpu().MilliValue() != 50 {
+		t.Errorf("a pod in snug-system was sized: %v %v", p.Annotations, p.Spec.Containers[0].Resources)
+	}
+}
+
+func total(n []int) int {
+	s := 0
+	for _, v := range n {
+		s += v
+	}
+	return s
+}
+
+// writeLearntCheckpoint writes a policy's checkpoint ConfigMap as the
+// controller keeps it, holding an hour of history at admissionCPUMillis
+// and admissionMemBytes as the merged history of pods that are gone
+// (retired), which the controller keeps folding into the aggregate.
+func writeLearntCheckpoint(t *testing.T, pc *policyclient.Client, ns, name string) {
+	t.Helper()
+	pol, err := pc.SnugPolicies(ns).Get(t.Context(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	a := recommend.NewAggregate(policy.HistoryConfig(pol))
+	for s := 0; s < 3600; s += 10 {
+		at := now.Add(-time.Duration(3600-s) * time.Second)
+		a.CPU.Add(admissionCPUMillis, 10, at)
+		a.Memory.Add(admissionMemBytes, 10, at)
+	}
+	a.CPUSeconds, a.MemorySeconds = 3600, 3600
+	a.MemoryPeakBytes, a.MemoryPeakTime = admissionMemBytes, now.Add(-time.Minute)
+	text, err := a.MarshalText()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: history.CheckpointName(name), Namespace: ns,
+			Labels: map[string]string{"app.kubernetes.io/managed-by": "snug", "autoscaling.snug.dev/policy": name},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "SnugPolicy", Name: name, UID: pol.UID}}},
+		Data: map[string]string{history.AggregateKey("app"): string(text), "retired.app": string(text), "pods.json": "{}"},
+	}
+	if _, err := client.CoreV1().ConfigMaps(ns).Create(t.Context(), cm, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("writing checkpoint %s: %v", cm.Name, err)
+	}
+}
+
+// admissionPod is the template of the admission tests' workloads: busybox
+// sleeping, cpu 50m request / 1 limit, memory 16Mi/64Mi (or 500m and
+// 64Mi each when guaranteed), resizable in place.
+func admissionPod(name string, guaranteed, optOut bool) corev1.PodTemplateSpec {
+	l := map[string]string{"app": name}
+	if optOut {
+		l["autoscaling.snug.dev/admission"] = "disabled"
+	}
+	r := corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("50m"), corev1.ResourceMemory: resource.MustParse("16Mi")},
+		Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("64Mi")},
+	}
+	if guaranteed {
+		r.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("64Mi")}
+		r.Limits = r.Requests.DeepCopy()
+	}
+	return corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: l},
+		Spec: corev1.PodSpec{
+			TerminationGracePeriodSeconds: ptr.To(int64(1)),
+			Containers: []corev1.Container{{
+				Name: "app", Image: experiment.BusyboxImage, ImagePullPolicy: corev1.PullNever,
+				Command: []string{"sleep", "3600"}, Resources: r,
+				ResizePolicy: []corev1.ContainerResizePolicy{
+					{ResourceName: corev1.ResourceCPU, RestartPolicy: corev1.NotRequired},
+					{ResourceName: corev1.ResourceMemory, RestartPolicy: corev1.NotRequired},
+				},
+			}},
+		},
+	}
+}
+
+func createAdmissionDeployment(t *testing.T, ns, name string, replicas int32, guaranteed, optOut bool) {
+	t.Helper()
+	tmpl := admissionPod(name, guaranteed, optOut)
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
+			Template: tmpl,
+		},
+	}
+	if _, err := client.AppsV1().Deployments(ns).Create(t.Context(), d, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating deployment %s: %v", name, err)
+	}
+}
+
+func scaleDeployment(t *testing.T, ns, name string, n int32) {
+	t.Helper()
+	s, err := client.AppsV1().Deployments(ns).GetScale(t.Context(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Spec.Replicas = n
+	if _, err := client.AppsV1().Deployments(ns).UpdateScale(t.Context(), name, s, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("scaling %s to %d: %v", name, n, err)
+	}
+}
+
+// dryRunPod creates a pod of workload name's template with dryRun=All: it
+// goes through admission, and nothing is stored.
+func dryRunPod(t *testing.T, ns, name string) *corev1.Pod {
+	t.Helper()
+	tmpl := admissionPod(name, false, false)
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{GenerateName: name + "-", Labels: tmpl.Labels}, Spec: tmpl.Spec}
+	out, err := client.CoreV1().Pods(ns).Create(t.Context(), p, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	if err != nil {
+		t.Fatalf("dry-run create in %s: %v", ns, err)
+	}
+	return out
+}
+
+// waitAdmissionServing waits until the API server reaches the webhook
+// with a trusted certificate: a dry-run pod of workload name comes back
+// sized (the leader has written the Secret and the caBundle, a replica is
+// ready behind the Service).
+func waitAdmissionServing(t *testing.T, ns, name string) {
+	t.Helper()
+	start := time.Now()
+	waitFor(t, "the webhook sizing a dry-run pod", 2*time.Minute, func() (bool, error) {
+		return dryRunPod(t, ns, name).Annotations[history.AdmissionAnnotation] != "", nil
+	})
+	t.Logf("webhook serving %.1fs after the test asked", time.Since(start).Seconds())
+}
+
+// resizesInFirstMinute waits until the pod's container has run for a
+// minute and counts the resizes the agent decided for it in that minute.
+func resizesInFirstMinute(t *testing.T, ag *agentProc, p *corev1.Pod) int {
+	t.Helper()
+	var started time.Time
+	waitFor(t, fmt.Sprintf("pod %s running", p.Name), time.Minute, func() (bool, error) {
+		pod := getPod(t, p.Namespace, p.Name)
+		if len(pod.Status.ContainerStatuses) == 1 && pod.Status.ContainerStatuses[0].State.Running != nil {
+			started = pod.Status.ContainerStatuses[0].State.Running.StartedAt.Time
+			return true, nil
+		}
+		return false, nil
+	})
+	c := ag.waitAutoscale(t, p.Namespace, p.Name, 2*time.Minute, func(c agent.ContainerJSON) bool {
+		return c.Autoscale != nil && time.Since(started) >= time.Minute+2*time.Second
+	})
+	n := 0
+	for _, r := range c.Autoscale.Resizes {
+		if r.DecidedAt.Before(started.Add(time.Minute)) {
+			n++
+		}
+	}
+	return n
+}
