@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,8 +21,6 @@ import (
 	"github.com/snug-dev/snug/internal/agent"
 	"github.com/snug-dev/snug/internal/experiment"
 	"github.com/snug-dev/snug/internal/history"
-	"github.com/snug-dev/snug/internal/policy"
-	"github.com/snug-dev/snug/internal/recommend"
 )
 
 // The learnt history the admission tests write into a workload's
@@ -124,6 +123,19 @@ func TestAdmission(t *testing.T) {
 	if p := dryRunPod(t, "snug-system", "excluded"); p.Annotations[history.AdmissionAnnotation] != "" || p.Spec.Containers[0].Resources.Requests.Cpu().MilliValue() != 50 {
 		t.Errorf("a pod in snug-system was sized: %v %v", p.Annotations, p.Spec.Containers[0].Resources)
 	}
+
+	// The webhook's cost: dry-run creates through it and opted out.
+	bo := experiment.AdmissionBenchOptions{Pods: 400, Concurrency: 8}
+	b, err := experiment.BenchAdmission(t.Context(), client, pc, bo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sb strings.Builder
+	b.Print(&sb, bo)
+	t.Log("\n" + sb.String())
+	if b.Through.Sized != b.Through.Pods-b.Through.Errors || b.Bypass.Sized != 0 {
+		t.Errorf("sized %d of %d through the webhook, %d opted out; want all and none", b.Through.Sized, b.Through.Pods, b.Bypass.Sized)
+	}
 }
 
 func total(n []int) int {
@@ -134,37 +146,16 @@ func total(n []int) int {
 	return s
 }
 
-// writeLearntCheckpoint writes a policy's checkpoint ConfigMap as the
-// controller keeps it, holding an hour of history at admissionCPUMillis
-// and admissionMemBytes as the merged history of pods that are gone
-// (retired), which the controller keeps folding into the aggregate.
+// writeLearntCheckpoint writes policy name's checkpoint with an hour of
+// history at admissionCPUMillis and admissionMemBytes.
 func writeLearntCheckpoint(t *testing.T, pc *policyclient.Client, ns, name string) {
 	t.Helper()
 	pol, err := pc.SnugPolicies(ns).Get(t.Context(), name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	now := time.Now()
-	a := recommend.NewAggregate(policy.HistoryConfig(pol))
-	for s := 0; s < 3600; s += 10 {
-		at := now.Add(-time.Duration(3600-s) * time.Second)
-		a.CPU.Add(admissionCPUMillis, 10, at)
-		a.Memory.Add(admissionMemBytes, 10, at)
-	}
-	a.CPUSeconds, a.MemorySeconds = 3600, 3600
-	a.MemoryPeakBytes, a.MemoryPeakTime = admissionMemBytes, now.Add(-time.Minute)
-	text, err := a.MarshalText()
-	if err != nil {
+	if err := experiment.WriteLearntCheckpoint(t.Context(), client, pol, admissionCPUMillis, admissionMemBytes, time.Now()); err != nil {
 		t.Fatal(err)
-	}
-	cm := &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: history.CheckpointName(name), Namespace: ns,
-			Labels: map[string]string{"app.kubernetes.io/managed-by": "snug", "autoscaling.snug.dev/policy": name},
-			OwnerReferences: []metav1.OwnerReference{{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "SnugPolicy", Name: name, UID: pol.UID}}},
-		Data: map[string]string{history.AggregateKey("app"): string(text), "retired.app": string(text), "pods.json": "{}"},
-	}
-	if _, err := client.CoreV1().ConfigMaps(ns).Create(t.Context(), cm, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("writing checkpoint %s: %v", cm.Name, err)
 	}
 }
 
