@@ -183,7 +183,7 @@ func WriteLearntCheckpoint(ctx context.Context, client kubernetes.Interface, pol
 	}
 	cm := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: history.CheckpointName(pol.Name), Namespace: pol.Namespace,
-			Labels: map[string]string{"app.kubernetes.io/managed-by": "snug", "autoscaling.snug.dev/policy": pol.Name},
+			Labels:          map[string]string{"app.kubernetes.io/managed-by": "snug", "autoscaling.snug.dev/policy": pol.Name},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "SnugPolicy", Name: pol.Name, UID: pol.UID}}},
 		Data: map[string]string{history.AggregateKey("app"): string(text), "retired.app": string(text), "pods.json": "{}"},
 	}

@@ -118,7 +118,9 @@ func TestAdmission(t *testing.T) {
 	// snug's own namespace is excluded: a pod there matching a policy
 	// there, with history, is admitted as written.
 	createPolicy(t, pc, "snug-system", "excluded", v1alpha1.SnugPolicySpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "excluded"}}})
-	t.Cleanup(func() { _ = pc.SnugPolicies("snug-system").Delete(context.Background(), "excluded", metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = pc.SnugPolicies("snug-system").Delete(context.Background(), "excluded", metav1.DeleteOptions{})
+	})
 	writeLearntCheckpoint(t, pc, "snug-system", "excluded")
 	if p := dryRunPod(t, "snug-system", "excluded"); p.Annotations[history.AdmissionAnnotation] != "" || p.Spec.Containers[0].Resources.Requests.Cpu().MilliValue() != 50 {
 		t.Errorf("a pod in snug-system was sized: %v %v", p.Annotations, p.Spec.Containers[0].Resources)
