@@ -4,7 +4,14 @@ package e2e
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"fmt"
+	"math/big"
 	"slices"
 	"strings"
 	"testing"
@@ -270,4 +277,123 @@ func resizesInFirstMinute(t *testing.T, ag *agentProc, p *corev1.Pod) int {
 		}
 	}
 	return n
+}
+
+// TestAdmissionFallbacks: under Initial a pod is sized at creation and
+// never resized in place; an expired certificate written into the Secret
+// is replaced by the leader and the webhook sizes again; with the
+// controller scaled to 0 (webhook down) a pod is still created, at its
+// template's size, the agent says so (NotSizedAtAdmission) and sizes it
+// from the history.
+func TestAdmissionFallbacks(t *testing.T) {
+	pc := installPolicyCRD(t)
+	ag := installSnug(t, snugInstall{})
+	ns := testNamespace(t, "snug-admfb-")
+	for _, w := range []struct {
+		name string
+		mode v1alpha1.UpdateMode
+	}{{"initial", v1alpha1.UpdateModeInitial}, {"down", v1alpha1.UpdateModeInPlace}} {
+		createPolicy(t, pc, ns, w.name, v1alpha1.SnugPolicySpec{TargetRef: deploymentRef(w.name),
+			UpdatePolicy: &v1alpha1.PodUpdatePolicy{UpdateMode: w.mode}})
+		writeLearntCheckpoint(t, pc, ns, w.name)
+	}
+	waitAdmissionServing(t, ns, "initial")
+
+	// Initial: sized at creation, no resize in place, though its own
+	// usage (sleep: ~0) is far below.
+	createAdmissionDeployment(t, ns, "initial", 1, false, false)
+	p := readyPods(t, ns, "initial", 1)[0]
+	if _, ok := p.Annotations[history.AdmissionAnnotation]; !ok {
+		t.Fatalf("Initial pod %s not sized at admission: %v", p.Name, p.Annotations)
+	}
+	n := resizesInFirstMinute(t, ag, &p)
+	now := getPod(t, ns, p.Name)
+	t.Logf("Initial pod %s: cpu %s at creation, %d resizes in its first minute, generation %d", p.Name, p.Spec.Containers[0].Resources.Requests.Cpu(), n, now.Generation)
+	if n != 0 || !now.Spec.Containers[0].Resources.Requests.Cpu().Equal(*p.Spec.Containers[0].Resources.Requests.Cpu()) {
+		t.Errorf("Initial pod %s was resized in place: %d resizes, cpu now %s", p.Name, n, now.Spec.Containers[0].Resources.Requests.Cpu())
+	}
+
+	// An expired certificate in the Secret: replaced, and sizing again.
+	bad := expiredCert(t)
+	sec, err := client.CoreV1().Secrets("snug-system").Get(t.Context(), "snug-admission-tls", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sec.Data["tls.crt"], sec.Data["tls.key"] = bad[0], bad[1]
+	if _, err := client.CoreV1().Secrets("snug-system").Update(t.Context(), sec, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	waitFor(t, "the expired certificate replaced", time.Minute, func() (bool, error) {
+		s, err := client.CoreV1().Secrets("snug-system").Get(t.Context(), "snug-admission-tls", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return string(s.Data["tls.crt"]) != string(bad[0]), nil
+	})
+	t.Logf("expired certificate replaced %.1fs after it was written", time.Since(start).Seconds())
+	waitAdmissionServing(t, ns, "initial")
+
+	// Webhook down: no controller replica.
+	scaleController(t, 0)
+	t.Cleanup(func() { scaleController(t, 2) })
+	createAdmissionDeployment(t, ns, "down", 1, false, false)
+	d := readyPods(t, ns, "down", 1)[0]
+	if _, ok := d.Annotations[history.AdmissionAnnotation]; ok || d.Spec.Containers[0].Resources.Requests.Cpu().MilliValue() != 50 {
+		t.Errorf("pod %s with the webhook down: annotations %v, cpu %s; want the template's 50m", d.Name, d.Annotations, d.Spec.Containers[0].Resources.Requests.Cpu())
+	}
+	e := waitEvent(t, ns, d.Name, "NotSizedAtAdmission")
+	t.Logf("webhook down: pod %s created at 50m; event %s: %s", d.Name, e.Reason, e.Message)
+	ag.waitAutoscale(t, ns, d.Name, time.Minute, func(c agent.ContainerJSON) bool {
+		return len(appliedAfter(c.Autoscale, time.Time{})) > 0
+	})
+}
+
+func scaleController(t *testing.T, n int32) {
+	t.Helper()
+	ctx := context.Background()
+	s, err := client.AppsV1().Deployments("snug-system").GetScale(ctx, "snug-controller", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Spec.Replicas = n
+	if _, err := client.AppsV1().Deployments("snug-system").UpdateScale(ctx, "snug-controller", s, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, fmt.Sprintf("%d controller pods ready", n), 2*time.Minute, func() (bool, error) {
+		pods, err := client.CoreV1().Pods("snug-system").List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=controller"})
+		if err != nil {
+			return false, err
+		}
+		ready := 0
+		for _, p := range pods.Items {
+			for _, c := range p.Status.Conditions {
+				if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue && p.DeletionTimestamp == nil {
+					ready++
+				}
+			}
+		}
+		return ready == int(n) && len(pods.Items) == int(n), nil
+	})
+}
+
+// expiredCert is a self-signed serving certificate and key (PEM) that
+// expired an hour ago.
+func expiredCert(t *testing.T) [2][]byte {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "expired"},
+		DNSNames: []string{"snug-admission.snug-system.svc"}, NotBefore: time.Now().Add(-48 * time.Hour), NotAfter: time.Now().Add(-time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kd, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return [2][]byte{pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kd})}
 }
