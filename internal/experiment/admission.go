@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -187,7 +188,23 @@ func WriteLearntCheckpoint(ctx context.Context, client kubernetes.Interface, pol
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "SnugPolicy", Name: pol.Name, UID: pol.UID}}},
 		Data: map[string]string{history.AggregateKey("app"): string(text), "retired.app": string(text), "pods.json": "{}"},
 	}
-	if _, err := client.CoreV1().ConfigMaps(pol.Namespace).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+	// The controller may have written it first (empty): replace its data.
+	for range 5 {
+		_, err = client.CoreV1().ConfigMaps(pol.Namespace).Create(ctx, cm, metav1.CreateOptions{})
+		if !apierrors.IsAlreadyExists(err) {
+			break
+		}
+		cur, gerr := client.CoreV1().ConfigMaps(pol.Namespace).Get(ctx, cm.Name, metav1.GetOptions{})
+		if gerr != nil {
+			err = gerr
+			continue
+		}
+		cur.Data = cm.Data
+		if _, err = client.CoreV1().ConfigMaps(pol.Namespace).Update(ctx, cur, metav1.UpdateOptions{}); err == nil || !apierrors.IsConflict(err) {
+			break
+		}
+	}
+	if err != nil {
 		return fmt.Errorf("writing checkpoint %s: %w", cm.Name, err)
 	}
 	return nil
