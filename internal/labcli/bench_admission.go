@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/snug-dev/snug/internal/cli"
 	"github.com/snug-dev/snug/internal/experiment"
@@ -113,7 +114,11 @@ func runBenchAdmission(ctx context.Context, o *benchAdmissionOptions, out io.Wri
 		server = v.GitVersion
 	}
 	fmt.Fprintf(out, "snug-lab bench admission on Kubernetes %s\n", server)
-	bo := experiment.AdmissionBenchOptions{Pods: o.Pods, Concurrency: o.Concurrency}
+	cfg, err := clientcmd.BuildConfigFromFlags("", o.lab.Kubeconfig())
+	if err != nil {
+		return err
+	}
+	bo := experiment.AdmissionBenchOptions{Pods: o.Pods, Concurrency: o.Concurrency, Config: cfg}
 	b, err := experiment.BenchAdmission(ctx, client, pc, bo)
 	if err != nil {
 		return err

@@ -21,6 +21,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 
 	"github.com/snug-dev/snug/api/v1alpha1"
@@ -136,7 +137,11 @@ func TestAdmission(t *testing.T) {
 	}
 
 	// The webhook's cost: dry-run creates through it and opted out.
-	bo := experiment.AdmissionBenchOptions{Pods: 400, Concurrency: 8}
+	cfg, err := clientcmd.BuildConfigFromFlags("", labOpts.Kubeconfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	bo := experiment.AdmissionBenchOptions{Pods: 400, Concurrency: 8, Config: cfg}
 	b, err := experiment.BenchAdmission(t.Context(), client, pc, bo)
 	if err != nil {
 		t.Fatal(err)
