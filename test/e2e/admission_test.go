@@ -346,10 +346,14 @@ func TestAdmissionFallbacks(t *testing.T) {
 	t.Logf("expired certificate replaced %.1fs after it was written", time.Since(start).Seconds())
 	waitAdmissionServing(t, pc, ns)
 
-	// Webhook down: no controller replica.
+	// Webhook down: no controller replica. The Deployment exists (at 0)
+	// first, so that the controller resolved the policy's status.selector,
+	// which the agent covers pods by.
+	createAdmissionDeployment(t, ns, "down", 0, false, false)
+	waitPolicy(t, pc, ns, "down", "resolved", func(p *v1alpha1.SnugPolicy) bool { return p.Status.Selector != "" })
 	scaleController(t, 0)
 	t.Cleanup(func() { scaleController(t, 2) })
-	createAdmissionDeployment(t, ns, "down", 1, false, false)
+	scaleDeployment(t, ns, "down", 1)
 	d := readyPods(t, ns, "down", 1)[0]
 	if _, ok := d.Annotations[history.AdmissionAnnotation]; ok || d.Spec.Containers[0].Resources.Requests.Cpu().MilliValue() != 50 {
 		t.Errorf("pod %s with the webhook down: annotations %v, cpu %s; want the template's 50m", d.Name, d.Annotations, d.Spec.Containers[0].Resources.Requests.Cpu())
