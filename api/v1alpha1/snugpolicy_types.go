@@ -118,10 +118,9 @@ const (
 	// where an in-place resize cannot work, within its PodDisruptionBudgets
 	// and minReplicas.
 	UpdateModeInPlaceOrRecreate UpdateMode = "InPlaceOrRecreate"
-	// UpdateModeInitial sizes pods only when they are created. It needs an
-	// admission webhook that snug does not have yet: the schema accepts it,
-	// and the controller reports it with condition ConfigUnsupported (reason
-	// UpdateModeNotSupported) and changes no pod.
+	// UpdateModeInitial sizes pods only when they are created: snug's
+	// admission webhook sets a new pod's requests and limits from the
+	// workload's learnt history, and no pod is resized in place afterwards.
 	UpdateModeInitial UpdateMode = "Initial"
 )
 
@@ -130,9 +129,9 @@ type PodUpdatePolicy struct {
 	// updateMode is how snug applies its recommendations: Off only
 	// recommends; InPlace resizes running pods in place and never evicts;
 	// InPlaceOrRecreate also evicts a pod where an in-place resize cannot
-	// work, within its PodDisruptionBudgets and minReplicas; Initial (size
-	// pods at creation) is accepted but not supported yet: the policy then
-	// gets condition ConfigUnsupported and no pod is changed.
+	// work, within its PodDisruptionBudgets and minReplicas; Initial sizes
+	// pods at creation only (snug's admission webhook), never in place. The
+	// webhook also sizes new pods under InPlace and InPlaceOrRecreate.
 	// Defaults to InPlace.
 	// +optional
 	// +kubebuilder:default=InPlace
@@ -491,7 +490,7 @@ const (
 	// ConditionNoPodsMatched is True while the policy selects no pod.
 	ConditionNoPodsMatched = "NoPodsMatched"
 	// ConditionConfigUnsupported is True while part of the spec is accepted
-	// but not acted on, such as updateMode Initial.
+	// but not acted on. Every field is acted on today, so it is False.
 	ConditionConfigUnsupported = "ConfigUnsupported"
 	// ConditionOverlapping is True while another policy in the namespace
 	// selects some of the same pods. The older policy (by creation time,
@@ -512,9 +511,6 @@ const (
 
 // Condition reasons of a SnugPolicy.
 const (
-	// ReasonUpdateModeNotSupported goes with ConfigUnsupported (True) and
-	// Ready (False) for updateMode Initial, which needs admission.
-	ReasonUpdateModeNotSupported = "UpdateModeNotSupported"
 	// ReasonResolved goes with Ready (True): the target resolved to a
 	// selector.
 	ReasonResolved = "Resolved"

@@ -16,12 +16,14 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/spf13/pflag"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -74,6 +76,8 @@ type rendered struct {
 	// monitors are the Prometheus Operator objects, which have no Go
 	// types here.
 	monitors []*unstructured.Unstructured
+	// certManager are the kinds of the cert-manager objects.
+	certManager []string
 }
 
 var decoder = func() runtime.Decoder {
@@ -110,6 +114,10 @@ func render(t *testing.T, flags ...string) *rendered {
 			t.Fatalf("%v in\n%s", err, doc)
 		}
 		if head.Kind == "" {
+			continue
+		}
+		if strings.HasPrefix(head.APIVersion, "cert-manager.io/") {
+			r.certManager = append(r.certManager, head.Kind)
 			continue
 		}
 		if strings.HasPrefix(head.APIVersion, "monitoring.coreos.com/") {
@@ -286,7 +294,8 @@ func TestDefaults(t *testing.T) {
 	r := render(t)
 	want := map[string]int{
 		"CustomResourceDefinition": 1, "ServiceAccount": 2, "ClusterRole": 3, "ClusterRoleBinding": 2,
-		"Role": 1, "RoleBinding": 1, "DaemonSet": 1, "Deployment": 1, "PodDisruptionBudget": 1, "Service": 2,
+		"Role": 2, "RoleBinding": 2, "DaemonSet": 1, "Deployment": 1, "PodDisruptionBudget": 1, "Service": 3,
+		"MutatingWebhookConfiguration": 1,
 	}
 	if diff := cmp.Diff(want, kinds(r)); diff != "" {
 		t.Errorf("kinds (-want +got):\n%s", diff)
@@ -357,7 +366,7 @@ func TestDefaults(t *testing.T) {
 
 	for _, s := range all[*corev1.Service](r) {
 		pod := ds.Spec.Template
-		if strings.HasSuffix(s.Name, "-controller") {
+		if strings.HasSuffix(s.Name, "-controller") || strings.HasSuffix(s.Name, "-admission") {
 			pod = d.Spec.Template
 		}
 		selects(t, "Service "+s.Name, s.Spec.Selector, pod.Labels)
@@ -623,7 +632,11 @@ func TestToggles(t *testing.T) {
 	}
 
 	r = render(t, "--set", "agent.serviceAccount.create=false", "--set", "agent.serviceAccount.name=my-agent",
-		"--set", "controller.podDisruptionBudget.enabled=false", "--set", "controller.replicas=1", "--set", "controller.leaderElection.enabled=false")
+		"--set", "controller.podDisruptionBudget.enabled=false", "--set", "controller.replicas=1", "--set", "controller.leaderElection.enabled=false",
+		"--set", "admission.enabled=false")
+	if n := kinds(r)["MutatingWebhookConfiguration"] + kinds(r)["Service"]; n != 2 {
+		t.Errorf("admission.enabled=false: %d webhook configurations and Services, want the two Services of metrics", n)
+	}
 	if n := kinds(r)["ServiceAccount"]; n != 1 {
 		t.Errorf("agent.serviceAccount.create=false: %d ServiceAccounts, want the controller's only", n)
 	}
@@ -712,5 +725,71 @@ func TestEmbeddedChart(t *testing.T) {
 	slices.Sort(got)
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("embedded files (-on disk +embedded):\n%s", diff)
+	}
+}
+
+// TestAdmission checks the webhook's safe defaults and the cert-manager
+// option.
+func TestAdmission(t *testing.T) {
+	r := render(t)
+	mwc := one[*admissionregistrationv1.MutatingWebhookConfiguration](t, r)
+	if len(mwc.Webhooks) != 1 {
+		t.Fatalf("%d webhooks, want 1", len(mwc.Webhooks))
+	}
+	w := mwc.Webhooks[0]
+	if *w.FailurePolicy != admissionregistrationv1.Ignore || *w.TimeoutSeconds != 5 || *w.ReinvocationPolicy != admissionregistrationv1.NeverReinvocationPolicy {
+		t.Errorf("failurePolicy %s timeoutSeconds %d reinvocationPolicy %s, want Ignore, 5, Never", *w.FailurePolicy, *w.TimeoutSeconds, *w.ReinvocationPolicy)
+	}
+	if *w.SideEffects != admissionregistrationv1.SideEffectClassNoneOnDryRun {
+		t.Errorf("sideEffects %s", *w.SideEffects)
+	}
+	excluded := map[string]bool{}
+	for _, e := range w.NamespaceSelector.MatchExpressions {
+		if e.Key == "kubernetes.io/metadata.name" && e.Operator == metav1.LabelSelectorOpNotIn {
+			for _, v := range e.Values {
+				excluded[v] = true
+			}
+		}
+	}
+	if !excluded["snug-system"] || !excluded["kube-system"] {
+		t.Errorf("namespaceSelector %v, want snug-system and kube-system excluded", w.NamespaceSelector)
+	}
+	if w.ObjectSelector == nil || len(w.ObjectSelector.MatchExpressions) != 1 || w.ObjectSelector.MatchExpressions[0].Key != "autoscaling.snug.dev/admission" {
+		t.Errorf("objectSelector %v, want the opt-out label", w.ObjectSelector)
+	}
+	svc := w.ClientConfig.Service
+	if svc == nil || svc.Name != "snug-admission" || svc.Namespace != "snug-system" || *svc.Path != "/mutate-pods" {
+		t.Errorf("clientConfig %+v", w.ClientConfig)
+	}
+	c := one[*appsv1.Deployment](t, r).Spec.Template.Spec.Containers[0]
+	for _, a := range []string{"--admission-addr=:9443", "--admission-service=snug-admission", "--admission-secret=snug-admission-tls", "--admission-webhook-config=snug", "--admission-manage-cert=true"} {
+		if !hasArg(c, a) {
+			t.Errorf("controller args %q, want %s", c.Args, a)
+		}
+	}
+
+	r = render(t, "--set", "admission.certManager.enabled=true")
+	mwc = one[*admissionregistrationv1.MutatingWebhookConfiguration](t, r)
+	if got := mwc.Annotations["cert-manager.io/inject-ca-from"]; got != "snug-system/snug-admission" {
+		t.Errorf("cert-manager: inject-ca-from %q", got)
+	}
+	if c := one[*appsv1.Deployment](t, r).Spec.Template.Spec.Containers[0]; !hasArg(c, "--admission-manage-cert=false") {
+		t.Errorf("cert-manager: controller args %q, want --admission-manage-cert=false", c.Args)
+	}
+	if !slices.Equal(slices.Sorted(slices.Values(r.certManager)), []string{"Certificate", "Issuer"}) {
+		t.Errorf("cert-manager: objects %v, want an Issuer and a Certificate", r.certManager)
+	}
+	for _, cr := range all[*rbacv1.ClusterRole](r) {
+		for _, rule := range cr.Rules {
+			if slices.Contains(rule.Resources, "mutatingwebhookconfigurations") {
+				t.Errorf("cert-manager: %s may still write the webhook configuration", cr.Name)
+			}
+		}
+	}
+
+	r = render(t, "--set", "admission.failurePolicy=Fail", "--set", "admission.timeoutSeconds=2")
+	w = one[*admissionregistrationv1.MutatingWebhookConfiguration](t, r).Webhooks[0]
+	if *w.FailurePolicy != admissionregistrationv1.Fail || *w.TimeoutSeconds != 2 {
+		t.Errorf("set failurePolicy Fail, timeoutSeconds 2: got %s, %d", *w.FailurePolicy, *w.TimeoutSeconds)
 	}
 }

@@ -102,6 +102,18 @@ var needs = map[string]map[perm]use{
 		// --auth: httpauth.ForConfig(cfg) in run.go.
 		{"authentication.k8s.io", "tokenreviews", "create", ""}:        {file: "internal/httpauth/review.go", snippet: `"/apis/authentication.k8s.io/v1/tokenreviews"`},
 		{"authorization.k8s.io", "subjectaccessreviews", "create", ""}: {file: "internal/httpauth/review.go", snippet: `"/apis/authorization.k8s.io/v1/subjectaccessreviews"`},
+		// The admission webhook's caBundle (the leader's Rotator).
+		{"admissionregistration.k8s.io", "mutatingwebhookconfigurations", "get", "snug"}:   {file: "internal/admission/serving.go", snippet: "api.Get(ctx, r.cfg.WebhookConfig, "},
+		{"admissionregistration.k8s.io", "mutatingwebhookconfigurations", "patch", "snug"}: {file: "internal/admission/serving.go", snippet: "api.Patch(ctx, r.cfg.WebhookConfig, types.JSONPatchType, "},
+	},
+	// The admission webhook's serving certificate: every replica watches
+	// the Secret, the leader creates and renews it.
+	"Role/snug-system/snug-controller-admission": {
+		{"", "secrets", "create", ""}:                   {file: "internal/admission/serving.go", snippet: "Secrets(r.cfg.Namespace).Create(ctx, sec, "},
+		{"", "secrets", "get", "snug-admission-tls"}:    {file: "internal/admission/serving.go", snippet: "Secrets(r.cfg.Namespace).Get(ctx, r.cfg.SecretName, "},
+		{"", "secrets", "update", "snug-admission-tls"}: {file: "internal/admission/serving.go", snippet: "Secrets(r.cfg.Namespace).Update(ctx, sec, "},
+		{"", "secrets", "list", "snug-admission-tls"}:   {file: "internal/admission/serving.go", snippet: `fields.OneTermEqualSelector("metadata.name", name)`},
+		{"", "secrets", "watch", "snug-admission-tls"}:  {file: "internal/admission/serving.go", snippet: `fields.OneTermEqualSelector("metadata.name", name)`},
 	},
 	// The paths that --auth guards, which the filter asks get of
 	// (httpauth.Verb): the agent's /metrics and JSON API, the

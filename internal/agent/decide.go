@@ -21,6 +21,7 @@ import (
 
 	"github.com/snug-dev/snug/api/v1alpha1"
 	"github.com/snug-dev/snug/internal/actuate"
+	"github.com/snug-dev/snug/internal/history"
 	"github.com/snug-dev/snug/internal/policy"
 	"github.com/snug-dev/snug/internal/recommend"
 	"github.com/snug-dev/snug/internal/resize"
@@ -104,8 +105,14 @@ type podState struct {
 	policyGen int64
 	mode      v1alpha1.UpdateMode
 	ignoreOOM bool
-	rec       *recommend.Pod
-	opts      resize.Options
+	// admitted: the admission webhook sized the pod at creation under this
+	// policy (history.AdmissionAnnotation), so its containers start at the
+	// learnt size; the seed alone does not resize them (holdBaseline).
+	admitted bool
+	// notedUnadmitted: the NotSizedAtAdmission event was recorded.
+	notedUnadmitted bool
+	rec             *recommend.Pod
+	opts            resize.Options
 	// uncontrolled is the policy's status.uncontrolledResources: resources
 	// an HPA scales the target on, which the agent never changes.
 	uncontrolled []corev1.ResourceName
@@ -144,6 +151,7 @@ type containerState struct {
 	last        recommend.Decision
 	lastTime    time.Time
 	lastChange  *DecisionJSON
+	samples     int                 // samples observed
 	logged      [2]recommend.Change // last logged cpu and memory change
 	wsBytes     int64
 	cpuMillis   int64
@@ -268,6 +276,10 @@ func (d *Decider) Observe(ctx context.Context, ref ContainerRef, p Point) {
 	cs.cpuRequest.Set(float64(actual.CPURequestMillis) / 1000)
 	cs.memRequest.Set(float64(actual.MemRequestBytes))
 	dec := decide(cs, ref.ContainerID, p, actual, oom)
+	if st.admitted && cs.samples <= d.cfg.Recommend.WarmupSamples {
+		dec = holdBaseline(dec)
+		cs.last = dec
+	}
 	if dec.CPU.Action != recommend.Hold {
 		d.metrics.decisions.WithLabelValues(dec.CPU.Action.String(), "cpu").Inc()
 	}
@@ -330,11 +342,38 @@ func decide(cs *containerState, containerID string, p Point, actual recommend.Re
 		cs.rc.OOMKilled()
 	}
 	cs.containerID = containerID
+	cs.samples++
 	dec := cs.rc.Observe(p.Time, p.Signals, actual)
 	cs.last, cs.lastTime = dec, p.Time
 	cs.wsBytes = int64(p.MemoryWorkingSetBytes)
 	if p.HasRate {
 		cs.cpuMillis = int64(p.CPUUsageMillicores)
+	}
+	return dec
+}
+
+// newPodAge is how young a pod must be for NotSizedAtAdmission: an agent
+// restart meets old pods, which no webhook was asked about.
+const newPodAge = 2 * time.Minute
+
+func isNew(pod *corev1.Pod, now time.Time) bool {
+	return now.Sub(pod.CreationTimestamp.Time) < newPodAge
+}
+
+// holdBaseline keeps the fast path's changes of a decision (starvation:
+// throttling, OOM, memory near its limit) and holds the baseline's (grow or
+// shrink toward the target), for a pod the admission webhook already sized
+// from the same learnt history: one mechanism sizes a new pod
+// (docs/controller.md, "New pods: one owner"). It applies while the
+// container has at most WarmupSamples samples of its own; after that the
+// target includes the pod's own history and the baseline acts as for any
+// pod.
+func holdBaseline(dec recommend.Decision) recommend.Decision {
+	for _, ch := range []*recommend.Change{&dec.CPU, &dec.Memory} {
+		if w := ch.Reason.Why; ch.Action != recommend.Hold && (w == recommend.WhyAboveRequest || w == recommend.WhyBelowRequest) {
+			ch.Action, ch.Request = recommend.Hold, ch.Reason.Request
+			ch.Reason.Why = recommend.WhyInBand
+		}
 	}
 	return dec
 }
@@ -389,6 +428,9 @@ func (d *Decider) podStateFor(ctx context.Context, pod *corev1.Pod, pol *v1alpha
 		containers: map[string]*containerState{}, deferredRules: policy.DeferredOf(pol),
 		uncontrolled: slices.Clone(pol.Status.UncontrolledResources),
 	}
+	if a, ok, _ := history.ParseAdmission(pod); ok && a.Policy == pol.Name {
+		st.admitted = true
+	}
 	d.pods[pod.UID] = st
 	return st
 }
@@ -407,6 +449,16 @@ func (d *Decider) containerStateFor(ctx context.Context, pod *corev1.Pod, pol *v
 	if err != nil {
 		log.Error(err, "starting to recommend")
 		return nil
+	}
+	if seed != nil && !st.admitted && !st.notedUnadmitted && st.mode != v1alpha1.UpdateModeOff && !rules.Off && isNew(pod, d.clock.Now()) {
+		// Say it once per pod: the webhook would have sized it.
+		st.notedUnadmitted = true
+		then := "snug sizes it from the history"
+		if !policy.Actuates(st.mode) {
+			then = "under updateMode " + string(st.mode) + " it keeps that size until it is recreated"
+		}
+		d.event(pod, corev1.EventTypeNormal, ReasonNotSizedAtAdmission,
+			"created at its template's size although workload history exists (the admission webhook did not size it: down, disabled or opted out); "+then)
 	}
 	cs := &containerState{rc: rc, rules: rules, qos: ref.QOSClass}
 	l := prometheus.Labels{"namespace": pod.Namespace, "pod": pod.Name, "container": ref.Container, "policy": pol.Name}

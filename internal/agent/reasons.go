@@ -17,4 +17,9 @@ const (
 	// was lowered to what the node has room for (FitToNode), or set back to
 	// the actual resources when nothing fitted, and the kubelet applied it.
 	ReasonFittedToNode = "FittedToNode"
+	// ReasonNotSizedAtAdmission: a new pod under a policy that sizes pods
+	// at creation started at its template's size although the workload has
+	// learnt history (the admission webhook was down, off, or the pod opted
+	// out); the agent sizes it from the history instead (once per pod).
+	ReasonNotSizedAtAdmission = "NotSizedAtAdmission"
 )

@@ -35,7 +35,7 @@ func conditionEvents(before, after []metav1.Condition) []event {
 		case c.Type == v1alpha1.ConditionReady && c.Status == metav1.ConditionFalse && c.Reason == v1alpha1.ReasonTargetUnsupported:
 			out = append(out, event{EventTargetUnsupported, c.Message})
 		case c.Type == v1alpha1.ConditionConfigUnsupported && c.Status == metav1.ConditionTrue:
-			out = append(out, event{EventUpdateModeNotSupported, c.Message})
+			out = append(out, event{EventConfigUnsupported, c.Message})
 		case c.Type == v1alpha1.ConditionOverlapping && c.Status == metav1.ConditionTrue:
 			out = append(out, event{EventOverlapping, c.Message})
 		case c.Type == v1alpha1.ConditionHPAConflict && c.Status == metav1.ConditionTrue:

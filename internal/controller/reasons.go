@@ -7,8 +7,8 @@ const (
 	EventTargetNotFound = "TargetNotFound"
 	// EventTargetUnsupported: the target has no usable pod selector.
 	EventTargetUnsupported = "TargetUnsupported"
-	// EventUpdateModeNotSupported: updateMode Initial is not acted on.
-	EventUpdateModeNotSupported = "UpdateModeNotSupported"
+	// EventConfigUnsupported: part of the spec is not acted on.
+	EventConfigUnsupported = "ConfigUnsupported"
 	// EventOverlapping: another policy selects some of the same pods.
 	EventOverlapping = "Overlapping"
 	// EventHPAConflict: an HPA scales the target on cpu or memory, which

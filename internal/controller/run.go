@@ -28,6 +28,7 @@ import (
 
 	policyclient "github.com/snug-dev/snug/api/v1alpha1/client"
 	"github.com/snug-dev/snug/config/crd"
+	"github.com/snug-dev/snug/internal/admission"
 	"github.com/snug-dev/snug/internal/httpauth"
 	"github.com/snug-dev/snug/internal/install"
 )
@@ -66,6 +67,9 @@ type Options struct {
 	InstallCRDs bool
 	// Workers is how many policies are reconciled at once.
 	Workers int
+	// Admission configures the pod admission webhook, served by every
+	// replica; the leader keeps its certificate (internal/admission).
+	Admission admission.Options
 }
 
 // NewOptions returns the defaults.
@@ -77,6 +81,7 @@ func NewOptions() *Options {
 		HealthAddr:              "127.0.0.1:9466",
 		Serving:                 httpauth.NewServingOptions(),
 		Workers:                 2,
+		Admission:               admission.NewOptions(),
 	}
 }
 
@@ -90,6 +95,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	o.Serving.AddFlags(fs, "/metrics (the health server stays open)")
 	fs.BoolVar(&o.InstallCRDs, "install-crds", o.InstallCRDs, "apply the SnugPolicy CRD and wait until it is established before starting")
 	fs.IntVar(&o.Workers, "workers", o.Workers, "policies reconciled at once")
+	o.Admission.AddFlags(fs)
 }
 
 // Validate reports options that cannot work.
@@ -113,6 +119,12 @@ func (o *Options) Validate() error {
 		for _, msg := range validation.IsDNS1123Label(o.LeaderElectionNamespace) {
 			errs = append(errs, fmt.Errorf("--leader-election-namespace %q: %s", o.LeaderElectionNamespace, msg))
 		}
+	}
+	if err := o.Admission.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if a := o.Admission.Addr; a != "" && (a == o.MetricsAddr || a == o.HealthAddr) {
+		errs = append(errs, fmt.Errorf("--admission-addr %q must differ from --metrics-addr and --health-addr", a))
 	}
 	if o.Workers < 1 || o.Workers > 64 {
 		errs = append(errs, fmt.Errorf("--workers %d: must be 1 to 64", o.Workers))
@@ -221,19 +233,40 @@ func Run(ctx context.Context, o *Options) error {
 	if err := serve(o.MetricsAddr, mm, &o.Serving); err != nil {
 		return err
 	}
+	recorder, stopEvents := NewRecorder(cs)
+	defer stopEvents()
+	// The webhook runs on every replica, leading or not: the API server
+	// calls any endpoint of the Service.
+	var webhook *admission.Webhook
+	if o.Admission.Addr != "" {
+		if webhook, err = admission.Start(ctx, o.Admission, cs, pc, recorder, admission.NewMetrics(reg), log.WithName("admission")); err != nil {
+			return err
+		}
+	}
 	hm := http.NewServeMux()
 	ok := func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") }
 	hm.HandleFunc("/healthz", ok)
-	hm.HandleFunc("/readyz", ok)
+	hm.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
+		if webhook != nil {
+			if err := webhook.Ready(); err != nil {
+				http.Error(w, "admission: "+err.Error(), http.StatusServiceUnavailable)
+				return
+			}
+		}
+		ok(w, r)
+	})
 	if err := serve(o.HealthAddr, hm, nil); err != nil {
 		return err
 	}
 
-	recorder, stopEvents := NewRecorder(cs)
-	defer stopEvents()
 	run := func(ctx context.Context) error {
 		metrics.Leader.Set(1)
 		defer metrics.Leader.Set(0)
+		if webhook != nil {
+			rctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			go webhook.RunRotator(rctx)
+		}
 		return New(cs, pc, recorder, metrics, Config{Workers: o.Workers, Dynamic: dyn}).Run(ctx)
 	}
 	if !o.LeaderElect {

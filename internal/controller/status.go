@@ -58,21 +58,13 @@ func conditionsFor(o observation) []metav1.Condition {
 	var out []metav1.Condition
 
 	switch {
-	case o.mode == v1alpha1.UpdateModeInitial:
-		out = append(out, cond(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonUpdateModeNotSupported,
-			"updateMode Initial needs admission, which snug does not have yet; no pod is changed"))
 	case !o.target.resolved():
 		out = append(out, cond(v1alpha1.ConditionReady, metav1.ConditionFalse, o.target.reason, o.target.message))
 	default:
 		out = append(out, cond(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonResolved, o.target.message))
 	}
 
-	if o.mode == v1alpha1.UpdateModeInitial {
-		out = append(out, cond(v1alpha1.ConditionConfigUnsupported, metav1.ConditionTrue, v1alpha1.ReasonUpdateModeNotSupported,
-			"updateMode Initial is accepted but not supported yet; use InPlace, InPlaceOrRecreate or Off"))
-	} else {
-		out = append(out, cond(v1alpha1.ConditionConfigUnsupported, metav1.ConditionFalse, reasonSupported, ""))
-	}
+	out = append(out, cond(v1alpha1.ConditionConfigUnsupported, metav1.ConditionFalse, reasonSupported, ""))
 
 	switch {
 	case !o.target.resolved():

@@ -33,7 +33,7 @@ func TestConditionsFor(t *testing.T) {
 			v1alpha1.ConditionReady: "False/TargetNotFound", v1alpha1.ConditionNoPodsMatched: "Unknown/TargetNotResolved",
 		}},
 		{"initial", observation{mode: v1alpha1.UpdateModeInitial, target: resolved, pods: 1}, want{
-			v1alpha1.ConditionReady: "False/UpdateModeNotSupported", v1alpha1.ConditionConfigUnsupported: "True/UpdateModeNotSupported",
+			v1alpha1.ConditionReady: "True/Resolved", v1alpha1.ConditionConfigUnsupported: "False/Supported",
 		}},
 		{"hpa on cpu", observation{mode: v1alpha1.UpdateModeInPlace, target: resolved, pods: 1,
 			hpa: map[corev1.ResourceName][]string{corev1.ResourceCPU: {"web"}}}, want{
@@ -109,7 +109,7 @@ func TestConditionEvents(t *testing.T) {
 		{"target lost", []metav1.Condition{ready}, []metav1.Condition{notFound}, []string{EventTargetNotFound}},
 		{"unchanged: no repeat", []metav1.Condition{notFound, hpa}, []metav1.Condition{notFound, hpa}, nil},
 		{"hpa appears", []metav1.Condition{noHPA}, []metav1.Condition{hpa}, []string{EventHPAConflict}},
-		{"initial", nil, []metav1.Condition{c(v1alpha1.ConditionConfigUnsupported, metav1.ConditionTrue, v1alpha1.ReasonUpdateModeNotSupported)}, []string{EventUpdateModeNotSupported}},
+		{"config unsupported", nil, []metav1.Condition{c(v1alpha1.ConditionConfigUnsupported, metav1.ConditionTrue, "Unsupported")}, []string{EventConfigUnsupported}},
 		{"overlap", nil, []metav1.Condition{c(v1alpha1.ConditionOverlapping, metav1.ConditionTrue, v1alpha1.ReasonOlderPolicyWins)}, []string{EventOverlapping}},
 		{"vpa", []metav1.Condition{c(v1alpha1.ConditionVPAConflict, metav1.ConditionFalse, reasonNoVPA)},
 			[]metav1.Condition{c(v1alpha1.ConditionVPAConflict, metav1.ConditionTrue, v1alpha1.ReasonYieldsToVPA)}, []string{EventVPAConflict}},

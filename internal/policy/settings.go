@@ -42,8 +42,9 @@ func YieldsToVPA(p *v1alpha1.SnugPolicy) bool {
 	return false
 }
 
-// Actuates reports whether mode m lets the agent patch pods. Off only
-// recommends; Initial needs admission, which snug does not have yet.
+// Actuates reports whether mode m lets the agent resize pods in place. Off
+// only recommends; Initial sizes pods at creation only (internal/admission)
+// and is never resized in place.
 func Actuates(m v1alpha1.UpdateMode) bool {
 	return m == v1alpha1.UpdateModeInPlace || m == v1alpha1.UpdateModeInPlaceOrRecreate
 }

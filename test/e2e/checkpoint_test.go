@@ -28,7 +28,9 @@ import (
 func TestCheckpoint(t *testing.T) {
 	ctx := t.Context()
 	pc := installPolicyCRD(t)
-	ag := installSnug(t, snugInstall{agentArgs: []string{"--snapshot-interval=10s"}})
+	// Without admission: this is the agent's seeding, which sizes a new pod
+	// when the webhook did not (TestAdmission covers the webhook).
+	ag := installSnug(t, snugInstall{agentArgs: []string{"--snapshot-interval=10s"}, set: []string{"admission.enabled=false"}})
 	ns := testNamespace(t, "snug-ckpt-")
 	createPolicy(t, pc, ns, "load", v1alpha1.SnugPolicySpec{
 		TargetRef:    &v1alpha1.CrossVersionObjectReference{Kind: "Deployment", Name: "load"},

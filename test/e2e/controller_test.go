@@ -336,11 +336,10 @@ func testControllerInitial(t *testing.T, pc *policyclient.Client) {
 		Selector:     &metav1.LabelSelector{MatchLabels: map[string]string{"app": "x"}},
 		UpdatePolicy: &v1alpha1.PodUpdatePolicy{UpdateMode: v1alpha1.UpdateModeInitial},
 	})
-	p := waitPolicy(t, pc, ns, "initial", "ConfigUnsupported", hasCondition(v1alpha1.ConditionConfigUnsupported, metav1.ConditionTrue, v1alpha1.ReasonUpdateModeNotSupported))
-	ready := condOf(p, v1alpha1.ConditionReady)
-	check(t, "Ready", ready.Status, metav1.ConditionFalse)
-	check(t, "Ready reason", ready.Reason, v1alpha1.ReasonUpdateModeNotSupported)
-	waitEvent(t, ns, "initial", controller.EventUpdateModeNotSupported)
+	// Initial is supported (the admission webhook sizes new pods): Ready,
+	// and no ConfigUnsupported.
+	p := waitPolicy(t, pc, ns, "initial", "Ready", hasCondition(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonResolved))
+	check(t, "ConfigUnsupported", condOf(p, v1alpha1.ConditionConfigUnsupported).Status, metav1.ConditionFalse)
 }
 
 // waitEvent waits for an event with reason about the named object.

@@ -125,3 +125,17 @@ tlsConfig:
 {{- end }}
 {{- end }}
 {{- end }}
+
+{{/* admission: the webhook's Service, Secret and MutatingWebhookConfiguration names. */}}
+{{- define "snug.admission.fullname" -}}
+{{ include "snug.fullname" . }}-admission
+{{- end }}
+
+{{- define "snug.admission.secretName" -}}
+{{ include "snug.fullname" . }}-admission-tls
+{{- end }}
+
+{{/* The webhook runs in the controller: both must be on. */}}
+{{- define "snug.admission.enabled" -}}
+{{- if and .Values.admission.enabled .Values.controller.enabled }}true{{- end }}
+{{- end }}

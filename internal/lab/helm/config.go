@@ -34,6 +34,7 @@ var configFiles = map[string]string{
 	"controller-deployment.yaml": "deploy/controller.yaml",
 	"controller-pdb.yaml":        "deploy/controller-pdb.yaml",
 	"services.yaml":              "deploy/services.yaml",
+	"admission.yaml":             "deploy/admission.yaml",
 }
 
 // optionalFiles are rendered with further values: the optional role of

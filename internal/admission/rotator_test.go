@@ -1,0 +1,80 @@
+package admission
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+	clocktesting "k8s.io/utils/clock/testing"
+)
+
+// TestRotatorSync: from nothing, the Secret is created and the caBundle
+// written; a second sync changes nothing; a broken certificate is replaced
+// and the bundle kept; an ageing CA is replaced and the bundle updated.
+func TestRotatorSync(t *testing.T) {
+	ctx := context.Background()
+	cs := fake.NewClientset(&admissionregistrationv1.MutatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: "snug"},
+		Webhooks:   []admissionregistrationv1.MutatingWebhook{{Name: "pods.admission.snug.dev"}},
+	})
+	clk := clocktesting.NewFakePassiveClock(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
+	o := NewOptions()
+	o.Namespace = "snug-system"
+	r := NewRotator(RotatorConfig{Client: cs, Namespace: o.Namespace, SecretName: o.Secret, WebhookConfig: o.WebhookConfig,
+		DNSNames: o.DNSNames(), Clock: clk, Metrics: NewMetrics(prometheus.NewRegistry()), Log: logr.Discard()})
+	state := func() (map[string][]byte, []byte) {
+		t.Helper()
+		s, err := cs.CoreV1().Secrets(o.Namespace).Get(ctx, o.Secret, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := cs.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, o.WebhookConfig, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s.Data, m.Webhooks[0].ClientConfig.CABundle
+	}
+	if err := r.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	data, bundle := state()
+	if needs(data, o.DNSNames(), clk.Now()).any() || string(bundle) != string(data[KeyCA]) {
+		t.Fatalf("after the first sync: renewal still needed or caBundle differs from ca.crt")
+	}
+	if err := r.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	again, _ := state()
+	if string(again[KeyCert]) != string(data[KeyCert]) {
+		t.Error("a second sync renewed a valid certificate")
+	}
+
+	// A broken serving certificate: replaced, same CA.
+	s, _ := cs.CoreV1().Secrets(o.Namespace).Get(ctx, o.Secret, metav1.GetOptions{})
+	s.Data[KeyCert] = []byte("broken")
+	if _, err := cs.CoreV1().Secrets(o.Namespace).Update(ctx, s, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	fixed, b2 := state()
+	if needs(fixed, o.DNSNames(), clk.Now()).any() || string(fixed[KeyCA]) != string(data[KeyCA]) || string(b2) != string(bundle) {
+		t.Error("a broken serving certificate was not replaced under the same CA")
+	}
+
+	// The CA ages: a new one, both in the bundle.
+	clk.SetTime(clk.Now().Add(CAValidity * 3 / 4))
+	if err := r.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rotated, b3 := state()
+	if string(rotated[KeyCA]) == string(data[KeyCA]) || string(b3) != string(rotated[KeyCA]) || len(parseCerts(b3)) != 2 {
+		t.Errorf("CA rotation: bundle of %d CAs, equal to ca.crt: %v", len(parseCerts(b3)), string(b3) == string(rotated[KeyCA]))
+	}
+}
