@@ -38,6 +38,9 @@ const (
 	NoPolicy Outcome = "no_policy"
 	// ModeOff: the policy's updateMode is Off.
 	ModeOff Outcome = "mode_off"
+	// YieldsToVPA: a VerticalPodAutoscaler that is not Off acts on the
+	// policy's pods (condition VPAConflict): snug leaves them to it.
+	YieldsToVPA Outcome = "yields_to_vpa"
 	// NoHistory: the workload has no learnt history yet.
 	NoHistory Outcome = "no_history"
 	// Refused: the planner refused (kept the template's values).
@@ -84,6 +87,10 @@ func Size(pod *corev1.Pod, policies []*v1alpha1.SnugPolicy, ckpt Checkpoints, no
 	case v1alpha1.UpdateModeInitial, v1alpha1.UpdateModeInPlace, v1alpha1.UpdateModeInPlaceOrRecreate:
 	default:
 		d.Outcome, d.Summary = ModeOff, fmt.Sprintf("policy %s has updateMode %s", pol.Name, m)
+		return d
+	}
+	if policy.YieldsToVPA(pol) {
+		d.Outcome, d.Summary = YieldsToVPA, fmt.Sprintf("policy %s yields to a VerticalPodAutoscaler acting on its pods (condition %s)", pol.Name, v1alpha1.ConditionVPAConflict)
 		return d
 	}
 	qos := resize.ComputeQoS(pod)

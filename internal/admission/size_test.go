@@ -2,6 +2,7 @@ package admission
 
 import (
 	"encoding/json"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"strings"
 	"testing"
 	"time"
@@ -95,6 +96,11 @@ func TestSize(t *testing.T) {
 		{name: "no policy", pol: tb.Policy("web").Namespace("ns").Selector("app", "other").Get(), pod: pod(), data: true, want: NoPolicy},
 		{name: "off", pol: base(v1alpha1.UpdateModeOff), pod: pod(), data: true, want: ModeOff},
 		{name: "no history", pol: base(v1alpha1.UpdateModeInPlace), pod: pod(), want: NoHistory},
+		{name: "yields to a VPA", pol: func() *v1alpha1.SnugPolicy {
+			p := base(v1alpha1.UpdateModeInPlace)
+			p.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionVPAConflict, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonYieldsToVPA}}
+			return p
+		}(), pod: pod(), data: true, want: YieldsToVPA},
 		{name: "inplace: requests to the learnt size, limit ratio kept", pol: base(v1alpha1.UpdateModeInPlace), pod: pod(), data: true, want: Sized, wantQoS: corev1.PodQOSBurstable,
 			check: func(t *testing.T, got *corev1.Pod) {
 				cr, cl, mr, ml := res(got)
