@@ -85,22 +85,8 @@ func Up(ctx context.Context, o *Options, log io.Writer) (err error) {
 	}()
 
 	fmt.Fprintf(log, "installing VPA v%s CRDs\n", o.VPAVersion)
-	crds, err := applyCRDs(ctx, dyn, o.vpa().File(o.Lab.CacheDir, crdManifest))
-	if err != nil {
+	if err := o.establishCRDs(ctx, dyn); err != nil {
 		return err
-	}
-	for _, name := range crds {
-		err := o.waitFor(ctx, "CRD "+name+" established", func(ctx context.Context) (bool, error) {
-			u, err := dyn.Resource(crdGVR).Get(ctx, name, metav1.GetOptions{})
-			if err != nil {
-				return false, nil
-			}
-			ok, _ := hasCondition(u, "Established")
-			return ok, nil
-		})
-		if err != nil {
-			return err
-		}
 	}
 
 	fmt.Fprintf(log, "starting %s v%s on %s:%d\n", MetricsServer, o.MetricsServerVersion, o.Lab.HostIP, o.MetricsServerPort)
@@ -341,6 +327,16 @@ func InstallCRDs(ctx context.Context, o *Options, log io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := o.establishCRDs(ctx, dyn); err != nil {
+		return err
+	}
+	fmt.Fprintf(log, "VPA v%s CRDs installed\n", o.VPAVersion)
+	return nil
+}
+
+// establishCRDs applies VPA's CRDs and waits until the API server serves
+// each of them.
+func (o *Options) establishCRDs(ctx context.Context, dyn dynamic.Interface) error {
 	crds, err := applyCRDs(ctx, dyn, o.vpa().File(o.Lab.CacheDir, crdManifest))
 	if err != nil {
 		return err
@@ -358,6 +354,5 @@ func InstallCRDs(ctx context.Context, o *Options, log io.Writer) error {
 			return err
 		}
 	}
-	fmt.Fprintf(log, "VPA v%s CRDs installed\n", o.VPAVersion)
 	return nil
 }
