@@ -1,7 +1,6 @@
 package admission
 
 import (
-	"bytes"
 	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -241,6 +240,3 @@ func pemKey(k crypto.Signer) ([]byte, error) {
 }
 
 func sorted(s []string) []string { return slices.Sorted(slices.Values(s)) }
-
-// sameBytes is bytes.Equal, named for the caBundle comparison.
-func sameBytes(a, b []byte) bool { return bytes.Equal(a, b) }

@@ -22,7 +22,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "snug_admission_requests_total",
-			Help: "AdmissionReviews answered, by outcome (sized, unchanged, no_policy, mode_off, no_history, refused, invalid).",
+			Help: "AdmissionReviews answered, by outcome (sized, unchanged, no_policy, mode_off, yields_to_vpa, no_history, refused, invalid).",
 		}, []string{"outcome"}),
 		certReady: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "snug_admission_certificate_expiry_timestamp_seconds",

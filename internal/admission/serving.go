@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -189,7 +190,7 @@ func (r *Rotator) syncBundle(ctx context.Context, bundle []byte) error {
 	}
 	var ops []map[string]any
 	for i, w := range mwc.Webhooks {
-		if sameBytes(w.ClientConfig.CABundle, bundle) {
+		if bytes.Equal(w.ClientConfig.CABundle, bundle) {
 			continue
 		}
 		ops = append(ops,
