@@ -30,8 +30,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}),
 		rotations: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "snug_admission_certificate_rotations_total",
-			Help: "Certificates written by the leader, by what was renewed (ca, serving) and result (ok, error).",
-		}, []string{"renewed", "result"}),
+			Help: "Certificates written by the leader, by kind (ca: a new CA and serving certificate; serving: the serving certificate alone) and result (ok, error).",
+		}, []string{"kind", "result"}),
 	}
 	reg.MustRegister(m.duration, m.requests, m.certReady, m.rotations)
 	return m

@@ -8,7 +8,9 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	clocktesting "k8s.io/utils/clock/testing"
 )
@@ -76,5 +78,49 @@ func TestRotatorSync(t *testing.T) {
 	rotated, b3 := state()
 	if string(rotated[KeyCA]) == string(data[KeyCA]) || string(b3) != string(rotated[KeyCA]) || len(parseCerts(b3)) != 2 {
 		t.Errorf("CA rotation: bundle of %d CAs, equal to ca.crt: %v", len(parseCerts(b3)), string(b3) == string(rotated[KeyCA]))
+	}
+}
+
+// TestRotatorOwner: with an Owner, the Secret is created owned by it, and
+// a valid Secret of an earlier install (another owner UID) gets the new
+// owner without a new certificate.
+func TestRotatorOwner(t *testing.T) {
+	ctx := context.Background()
+	cs := fake.NewClientset(&admissionregistrationv1.MutatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: "snug"},
+		Webhooks:   []admissionregistrationv1.MutatingWebhook{{Name: "pods.admission.snug.dev"}},
+	})
+	clk := clocktesting.NewFakePassiveClock(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
+	o := NewOptions()
+	o.Namespace = "snug-system"
+	rotator := func(uid string) *Rotator {
+		return NewRotator(RotatorConfig{Client: cs, Namespace: o.Namespace, SecretName: o.Secret, WebhookConfig: o.WebhookConfig,
+			DNSNames: o.DNSNames(), Clock: clk, Metrics: NewMetrics(prometheus.NewRegistry()), Log: logr.Discard(),
+			Owner: &metav1.OwnerReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "snug-controller", UID: types.UID(uid)}})
+	}
+	secret := func() *corev1.Secret {
+		t.Helper()
+		s, err := cs.CoreV1().Secrets(o.Namespace).Get(ctx, o.Secret, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	if err := rotator("first").Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	first := secret()
+	if len(first.OwnerReferences) != 1 || first.OwnerReferences[0].UID != "first" {
+		t.Fatalf("created Secret's owners: %+v", first.OwnerReferences)
+	}
+	if err := rotator("second").Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	second := secret()
+	if len(second.OwnerReferences) != 1 || second.OwnerReferences[0].UID != "second" {
+		t.Errorf("owners after a sync by the second install: %+v", second.OwnerReferences)
+	}
+	if string(second.Data[KeyCert]) != string(first.Data[KeyCert]) {
+		t.Error("a new owner renewed a valid certificate")
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -91,9 +92,21 @@ type Webhook struct {
 	source  *CertSource
 	metrics *Metrics
 	synced  []cache.InformerSynced
-	srv     *http.Server
-	log     logr.Logger
+	started time.Time
+	// unsynced logs, once, that the webhook went Ready with its caches
+	// not synced.
+	unsynced sync.Once
+	srv      *http.Server
+	log      logr.Logger
 }
+
+// syncGrace is how long Ready waits for the caches before it reports
+// ready without them: with the SnugPolicy CRD not installed (yet) they
+// never sync, and a controller that is never Ready would hold up the
+// install (helm --wait) and its own rollout. Unsynced, no policy matches,
+// so pods pass unchanged, as they would with the webhook down
+// (failurePolicy Ignore); the informers keep retrying.
+const syncGrace = 15 * time.Second
 
 // Start listens on o.Addr and serves the webhook until ctx ends: its own
 // caches of SnugPolicies and checkpoint ConfigMaps (every replica serves,
@@ -104,7 +117,7 @@ func Start(ctx context.Context, o Options, cs kubernetes.Interface, pc *policycl
 	if err != nil {
 		return nil, fmt.Errorf("listening on %s: %w", o.Addr, err)
 	}
-	w := &Webhook{opts: o, cs: cs, metrics: m, log: log}
+	w := &Webhook{opts: o, cs: cs, metrics: m, log: log, started: time.Now()}
 	w.source = NewCertSource(ctx, cs, o.Namespace, o.Secret, m, log)
 	strip := informers.WithTransform(func(obj any) (any, error) {
 		if a, ok := obj.(metav1.ObjectMetaAccessor); ok {
@@ -177,7 +190,13 @@ func (w *Webhook) Ready() error {
 	}
 	for _, s := range w.synced {
 		if !s() {
-			return errors.New("the admission caches are not synced yet")
+			if time.Since(w.started) < syncGrace {
+				return errors.New("the admission caches are not synced yet")
+			}
+			w.unsynced.Do(func() {
+				w.log.Info("admission caches not synced after " + syncGrace.String() + " (is the SnugPolicy CRD installed?); ready, sizing no pod until they are")
+			})
+			return nil
 		}
 	}
 	return nil
@@ -185,7 +204,7 @@ func (w *Webhook) Ready() error {
 
 // RunRotator keeps the certificate (ManageCert only) until ctx ends; run it
 // while leading.
-func (w *Webhook) RunRotator(ctx context.Context) {
+func (w *Webhook) RunRotator(ctx context.Context, owner *metav1.OwnerReference) {
 	if !w.opts.ManageCert {
 		return
 	}
@@ -193,5 +212,6 @@ func (w *Webhook) RunRotator(ctx context.Context) {
 		Client: w.cs, Namespace: w.opts.Namespace, SecretName: w.opts.Secret,
 		WebhookConfig: w.opts.WebhookConfig, DNSNames: w.opts.DNSNames(),
 		Changed: w.source.Changed(), Metrics: w.metrics, Log: w.log.WithName("certs"),
+		Owner: owner,
 	}).Run(ctx)
 }

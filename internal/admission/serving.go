@@ -19,6 +19,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
+
+	"github.com/snug-dev/snug/internal/kube"
 )
 
 // CertSource serves the certificate in the serving Secret, reloading it
@@ -98,6 +100,9 @@ type RotatorConfig struct {
 	WebhookConfig string
 	// DNSNames are the serving certificate's names (the Service's).
 	DNSNames []string
+	// Owner, when set, owns the Secret (the controller's Deployment), so
+	// that the garbage collector deletes it with the install.
+	Owner *metav1.OwnerReference
 	// Interval is the period of the checks besides the Secret's changes.
 	Interval time.Duration
 	// Changed fires when the Secret changed (CertSource.Changed).
@@ -154,6 +159,14 @@ func (r *Rotator) Sync(ctx context.Context) error {
 			Type: corev1.SecretTypeTLS,
 		}
 	}
+	owned := false
+	if r.cfg.Owner != nil {
+		var refs []metav1.OwnerReference
+		if refs, owned = kube.WithOwner(sec.OwnerReferences, *r.cfg.Owner); owned {
+			sec = sec.DeepCopy()
+			sec.OwnerReferences = refs
+		}
+	}
 	now := r.cfg.Clock.Now()
 	if need := needs(sec.Data, r.cfg.DNSNames, now); need.any() {
 		what := "serving"
@@ -176,6 +189,10 @@ func (r *Rotator) Sync(ctx context.Context) error {
 		}
 		r.cfg.Metrics.rotations.WithLabelValues(what, "ok").Inc()
 		r.cfg.Log.Info("renewed the admission certificate", "secret", r.cfg.Namespace+"/"+r.cfg.SecretName, "why", need.why, "ca", need.ca)
+	} else if owned && !create {
+		if sec, err = r.cfg.Client.CoreV1().Secrets(r.cfg.Namespace).Update(ctx, sec, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("setting the owner of secret %s: %w", r.cfg.SecretName, err)
+		}
 	}
 	return r.syncBundle(ctx, sec.Data[KeyCA])
 }

@@ -53,6 +53,11 @@ type Options struct {
 	LeaderElect bool
 	// LeaderElectionNamespace is the Lease's namespace.
 	LeaderElectionNamespace string
+	// OwnerDeployment, when set, is the controller's own Deployment in
+	// LeaderElectionNamespace: the Lease and the admission Secret the
+	// controller makes there are owned by it, so that deleting it (helm
+	// uninstall) deletes them (owner.go).
+	OwnerDeployment string
 	// MetricsAddr serves /metrics; empty turns it off.
 	MetricsAddr string
 	// HealthAddr serves /healthz and /readyz; empty turns it off.
@@ -90,6 +95,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "kubeconfig file (default: in-cluster, then $KUBECONFIG, then ~/.kube/config)")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "reconcile only while holding the Lease "+leaseName+", so several replicas can run")
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace, "namespace of the leader election Lease")
+	fs.StringVar(&o.OwnerDeployment, "owner-deployment", o.OwnerDeployment, "the controller's own Deployment in --leader-election-namespace; the Lease and admission Secret the controller makes are owned by it and go when it goes (empty: they stay)")
 	fs.StringVar(&o.MetricsAddr, "metrics-addr", o.MetricsAddr, "address to serve /metrics on (empty: off)")
 	fs.StringVar(&o.HealthAddr, "health-addr", o.HealthAddr, "address to serve /healthz and /readyz on (empty: off)")
 	o.Serving.AddFlags(fs, "/metrics (the health server stays open)")
@@ -115,7 +121,12 @@ func (o *Options) Validate() error {
 	if o.MetricsAddr != "" && o.MetricsAddr == o.HealthAddr {
 		errs = append(errs, fmt.Errorf("--metrics-addr and --health-addr must differ, both are %q", o.MetricsAddr))
 	}
-	if o.LeaderElect {
+	if o.OwnerDeployment != "" {
+		for _, msg := range validation.IsDNS1123Subdomain(o.OwnerDeployment) {
+			errs = append(errs, fmt.Errorf("--owner-deployment %q: %s", o.OwnerDeployment, msg))
+		}
+	}
+	if o.LeaderElect || o.OwnerDeployment != "" {
 		for _, msg := range validation.IsDNS1123Label(o.LeaderElectionNamespace) {
 			errs = append(errs, fmt.Errorf("--leader-election-namespace %q: %s", o.LeaderElectionNamespace, msg))
 		}
@@ -262,10 +273,28 @@ func Run(ctx context.Context, o *Options) error {
 	run := func(ctx context.Context) error {
 		metrics.Leader.Set(1)
 		defer metrics.Leader.Set(0)
+		// The leader owns what the controllers make (owner.go); an API
+		// server that is away delays this, it does not stop the start.
+		var owner *metav1.OwnerReference
+		if o.OwnerDeployment != "" {
+			owner = waitOwner(ctx, cs, o.LeaderElectionNamespace, o.OwnerDeployment, log)
+		}
+		if o.LeaderElect && owner != nil {
+			if err := ownLease(ctx, cs, o.LeaderElectionNamespace, leaseName, *owner); err != nil {
+				log.Error(err, "setting the Lease's owner", "owner", o.OwnerDeployment)
+			}
+		}
 		if webhook != nil {
 			rctx, cancel := context.WithCancel(ctx)
 			defer cancel()
-			go webhook.RunRotator(rctx)
+			// An owner reference names an object of the same namespace;
+			// one elsewhere would read as a deleted owner to the garbage
+			// collector, which would delete the Secret.
+			secretOwner := owner
+			if o.Admission.Namespace != o.LeaderElectionNamespace {
+				secretOwner = nil
+			}
+			go webhook.RunRotator(rctx, secretOwner)
 		}
 		return New(cs, pc, recorder, metrics, Config{Workers: o.Workers, Dynamic: dyn}).Run(ctx)
 	}

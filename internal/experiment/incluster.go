@@ -167,10 +167,13 @@ func InstallSnug(ctx context.Context, client kubernetes.Interface, o InstallOpti
 		if err != nil || l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == "" {
 			return false, nil
 		}
-		// The holder identity starts with the leader's pod name.
+		// The holder identity starts with the leader's pod name. A Lease
+		// that an earlier install's controller still holds names a pod
+		// that is terminating or gone: wait for one of this install's
+		// Ready pods to take it.
 		leader, _, _ := strings.Cut(*l.Spec.HolderIdentity, "_")
 		p, err := client.CoreV1().Pods(o.namespace()).Get(ctx, leader, metav1.GetOptions{})
-		if err != nil || p.Status.PodIP == "" {
+		if err != nil || p.DeletionTimestamp != nil || p.Status.PodIP == "" || !podReady(p) {
 			return false, nil
 		}
 		s.ControllerPod = p.Name
@@ -181,6 +184,81 @@ func InstallSnug(ctx context.Context, client kubernetes.Interface, o InstallOpti
 		return s, fmt.Errorf("waiting for snug's agent on %s to be ready and its controller to lead: %w", o.Node, err)
 	}
 	return s, nil
+}
+
+// Upgrade runs helm upgrade of the install to image tag (the other values
+// kept) and returns once the DaemonSet's and Deployment's pods run it: a
+// Ready agent on the node other than the one before, and a leader that is
+// one of the new controller pods. AgentPod, AgentURL and ControllerPod
+// follow.
+func (s *Snug) Upgrade(ctx context.Context, tag string) error {
+	if s.install == nil {
+		return errors.New("upgrade snug: it is not installed in-cluster")
+	}
+	o := *s.install
+	o.Tag = tag
+	timeout := Env{Timeout: o.Timeout}.timeout()
+	args, err := o.helmArgs(timeout)
+	if err != nil {
+		return err
+	}
+	if out, err := helm(ctx, o.Helm, args...); err != nil {
+		return fmt.Errorf("helm upgrade to %s: %w\n%s", tag, err, out)
+	}
+	s.install.Tag = tag
+	if err := s.WaitAgent(ctx, s.AgentPod); err != nil {
+		return err
+	}
+	if o.NoController {
+		return nil
+	}
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	err = poll(wctx, 200*time.Millisecond, func(ctx context.Context) (bool, error) {
+		l, err := s.client.CoordinationV1().Leases(o.namespace()).Get(ctx, leaseName, metav1.GetOptions{})
+		if err != nil || l.Spec.HolderIdentity == nil {
+			return false, nil
+		}
+		leader, _, _ := strings.Cut(*l.Spec.HolderIdentity, "_")
+		p, err := s.client.CoreV1().Pods(o.namespace()).Get(ctx, leader, metav1.GetOptions{})
+		if err != nil || p.DeletionTimestamp != nil || !podReady(p) || len(p.Spec.Containers) == 0 || !strings.HasSuffix(p.Spec.Containers[0].Image, ":"+tag) {
+			return false, nil
+		}
+		s.ControllerPod = p.Name
+		s.ControllerMetricsURL = fmt.Sprintf("https://%s:%d/metrics", p.Status.PodIP, controllerPort)
+		return true, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for a controller of %s to lead: %w", tag, err)
+	}
+	return nil
+}
+
+// WaitAgent waits until a Ready agent pod other than old runs on the
+// install's node and answers /readyz (the DaemonSet replaced a deleted
+// one), and points AgentPod and AgentURL at it.
+func (s *Snug) WaitAgent(ctx context.Context, old string) error {
+	if s.install == nil {
+		return errors.New("wait for the agent: snug is not installed in-cluster")
+	}
+	ctx, cancel := context.WithTimeout(ctx, Env{Timeout: s.install.Timeout}.timeout())
+	defer cancel()
+	err := poll(ctx, 200*time.Millisecond, func(ctx context.Context) (bool, error) {
+		p, err := s.readyPod(ctx, "agent", s.install.Node)
+		if err != nil || p == nil || p.Name == old {
+			return false, err
+		}
+		url := fmt.Sprintf("https://%s:%d", p.Status.PodIP, agentPort)
+		if !s.httpOK(url + "/readyz") {
+			return false, nil
+		}
+		s.AgentPod, s.AgentURL = p.Name, url
+		return true, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for an agent pod to replace %s: %w", old, err)
+	}
+	return nil
 }
 
 // readyPod returns the component's Ready pod (on node, when given), nil
@@ -196,16 +274,20 @@ func (s *Snug) readyPod(ctx context.Context, component, node string) (*corev1.Po
 	}
 	for i := range pods.Items {
 		p := &pods.Items[i]
-		if p.DeletionTimestamp != nil || p.Status.PodIP == "" {
-			continue
-		}
-		for _, c := range p.Status.Conditions {
-			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
-				return p, nil
-			}
+		if p.DeletionTimestamp == nil && p.Status.PodIP != "" && podReady(p) {
+			return p, nil
 		}
 	}
 	return nil, nil
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }
 
 // saveLogs writes the current logs of the agent and controller pods to
@@ -275,12 +357,38 @@ func (s *Snug) uninstall(ctx context.Context) error {
 		"--kubeconfig", o.Kubeconfig, "--wait", "--timeout", timeout.String())
 	if err != nil {
 		lerr = errors.Join(lerr, fmt.Errorf("helm uninstall %s: %w\n%s", o.release(), err, out))
+	} else {
+		// helm's --wait sees the DaemonSet and Deployment go; their pods
+		// terminate after. The next install must not meet them (an old
+		// controller still holding the Lease, an old agent resizing).
+		lerr = errors.Join(lerr, s.waitPodsGone(ctx))
 	}
 	if s.reader != nil {
 		lerr = errors.Join(lerr, s.reader.Delete(ctx))
 		s.reader = nil
 	}
 	return lerr
+}
+
+// waitPodsGone waits until no agent or controller pod of the install is
+// left in its namespace.
+func (s *Snug) waitPodsGone(ctx context.Context) error {
+	var left []string
+	err := poll(ctx, 250*time.Millisecond, func(ctx context.Context) (bool, error) {
+		pods, err := s.client.CoreV1().Pods(s.install.namespace()).List(ctx, metav1.ListOptions{LabelSelector: componentLabel + " in (agent,controller)"})
+		if err != nil {
+			return false, nil // the API server may be restarting; keep polling
+		}
+		left = left[:0]
+		for _, p := range pods.Items {
+			left = append(left, p.Name)
+		}
+		return len(left) == 0, nil
+	})
+	if err != nil {
+		return fmt.Errorf("snug's pods %v still there after helm uninstall: %w", left, err)
+	}
+	return nil
 }
 
 // helm runs the helm binary and returns its combined output.

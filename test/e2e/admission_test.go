@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	"github.com/snug-dev/snug/api/v1alpha1"
@@ -69,9 +70,10 @@ func TestAdmission(t *testing.T) {
 	start := time.Now()
 	first := map[string][]corev1.Pod{"web": readyPods(t, ns, "web", 1), "optout": readyPods(t, ns, "optout", 1)}
 	for _, w := range []string{"web", "optout"} {
+		waitPolicy(t, pc, ns, w, "resolved", func(p *v1alpha1.SnugPolicy) bool { return p.Status.Selector != "" })
 		scaleDeployment(t, ns, w, 3)
 	}
-	createAdmissionDeployment(t, ns, "guaranteed", 1, true, false)
+	createResolvedDeployment(t, pc, ns, "guaranteed", 1, true)
 
 	resizes := map[string][]int{}
 	for _, w := range []string{"web", "optout"} {
@@ -207,6 +209,19 @@ func admissionPod(name string, guaranteed, optOut bool) corev1.PodTemplateSpec {
 	}
 }
 
+// createResolvedDeployment creates the Deployment at 0 replicas, waits
+// until the controller has resolved its policy's status.selector (which
+// the webhook and the agent cover pods by; a pod created before that is
+// not the policy's yet) and scales it to replicas.
+func createResolvedDeployment(t *testing.T, pc *policyclient.Client, ns, name string, replicas int32, guaranteed bool) {
+	t.Helper()
+	createAdmissionDeployment(t, ns, name, 0, guaranteed, false)
+	waitPolicy(t, pc, ns, name, "resolved", func(p *v1alpha1.SnugPolicy) bool { return p.Status.Selector != "" })
+	if replicas > 0 {
+		scaleDeployment(t, ns, name, replicas)
+	}
+}
+
 func createAdmissionDeployment(t *testing.T, ns, name string, replicas int32, guaranteed, optOut bool) {
 	t.Helper()
 	tmpl := admissionPod(name, guaranteed, optOut)
@@ -225,12 +240,18 @@ func createAdmissionDeployment(t *testing.T, ns, name string, replicas int32, gu
 
 func scaleDeployment(t *testing.T, ns, name string, n int32) {
 	t.Helper()
-	s, err := client.AppsV1().Deployments(ns).GetScale(t.Context(), name, metav1.GetOptions{})
+	// A Deployment just created is still being written by its
+	// controller: a conflict is retried on the latest version.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		s, err := client.AppsV1().Deployments(ns).GetScale(t.Context(), name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		s.Spec.Replicas = n
+		_, err = client.AppsV1().Deployments(ns).UpdateScale(t.Context(), name, s, metav1.UpdateOptions{})
+		return err
+	})
 	if err != nil {
-		t.Fatal(err)
-	}
-	s.Spec.Replicas = n
-	if _, err := client.AppsV1().Deployments(ns).UpdateScale(t.Context(), name, s, metav1.UpdateOptions{}); err != nil {
 		t.Fatalf("scaling %s to %d: %v", name, n, err)
 	}
 }
@@ -313,7 +334,7 @@ func TestAdmissionFallbacks(t *testing.T) {
 
 	// Initial: sized at creation, no resize in place, though its own
 	// usage (sleep: ~0) is far below.
-	createAdmissionDeployment(t, ns, "initial", 1, false, false)
+	createResolvedDeployment(t, pc, ns, "initial", 1, false)
 	p := readyPods(t, ns, "initial", 1)[0]
 	if _, ok := p.Annotations[history.AdmissionAnnotation]; !ok {
 		t.Fatalf("Initial pod %s not sized at admission: %v", p.Name, p.Annotations)
@@ -349,8 +370,7 @@ func TestAdmissionFallbacks(t *testing.T) {
 	// Webhook down: no controller replica. The Deployment exists (at 0)
 	// first, so that the controller resolved the policy's status.selector,
 	// which the agent covers pods by.
-	createAdmissionDeployment(t, ns, "down", 0, false, false)
-	waitPolicy(t, pc, ns, "down", "resolved", func(p *v1alpha1.SnugPolicy) bool { return p.Status.Selector != "" })
+	createResolvedDeployment(t, pc, ns, "down", 0, false)
 	scaleController(t, 0)
 	t.Cleanup(func() { scaleController(t, 2) })
 	scaleDeployment(t, ns, "down", 1)
@@ -368,13 +388,17 @@ func TestAdmissionFallbacks(t *testing.T) {
 func scaleController(t *testing.T, n int32) {
 	t.Helper()
 	ctx := context.Background()
-	s, err := client.AppsV1().Deployments("snug-system").GetScale(ctx, "snug-controller", metav1.GetOptions{})
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		s, err := client.AppsV1().Deployments("snug-system").GetScale(ctx, "snug-controller", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		s.Spec.Replicas = n
+		_, err = client.AppsV1().Deployments("snug-system").UpdateScale(ctx, "snug-controller", s, metav1.UpdateOptions{})
+		return err
+	})
 	if err != nil {
-		t.Fatal(err)
-	}
-	s.Spec.Replicas = n
-	if _, err := client.AppsV1().Deployments("snug-system").UpdateScale(ctx, "snug-controller", s, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
+		t.Fatalf("scaling the controller to %d: %v", n, err)
 	}
 	waitFor(t, fmt.Sprintf("%d controller pods ready", n), 2*time.Minute, func() (bool, error) {
 		pods, err := client.CoreV1().Pods("snug-system").List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=controller"})

@@ -31,7 +31,8 @@ const helmRelease = helm.Release
 // images pushed to the lab's registry: helm install (the agent DaemonSet
 // and the controller Deployment roll out and become Ready, a controller
 // takes the Lease), helm upgrade to another image tag (both roll to it),
-// helm uninstall (no object of the release is left but the kept CRD).
+// helm uninstall (no object of the release is left but the kept CRD, nor
+// the Lease and Secret the controllers made).
 func TestHelm(t *testing.T) {
 	helmBin, err := helm.Built(labOpts.CacheDir, helm.DefaultVersion)
 	if err != nil {
@@ -124,14 +125,20 @@ func TestHelm(t *testing.T) {
 	if c.DeletionTimestamp != nil || c.Annotations["helm.sh/resource-policy"] != "keep" {
 		t.Errorf("CRD after uninstall: deleting %v, annotations %v", c.DeletionTimestamp, c.Annotations)
 	}
-	// The controllers' Lease is theirs, not the chart's: it stays in the
-	// namespace (released, no holder) until the namespace goes.
-	if l, err := client.CoordinationV1().Leases(ns).Get(t.Context(), "snug-controller", metav1.GetOptions{}); err == nil {
-		holder := "none"
-		if l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "" {
-			holder = *l.Spec.HolderIdentity
-		}
-		t.Logf("Lease %s/%s stays, holder %s (the controller made it; deleting the namespace removes it)", ns, l.Name, holder)
+	// The objects the controllers made at run time, the Lease and the
+	// admission webhook's Secret, are owned by their Deployment
+	// (--owner-deployment): the garbage collector deletes them with it.
+	for what, get := range map[string]func(ctx context.Context) error{
+		"Lease snug-controller": func(ctx context.Context) error {
+			_, err := client.CoordinationV1().Leases(ns).Get(ctx, "snug-controller", metav1.GetOptions{})
+			return err
+		},
+		"Secret snug-admission-tls": func(ctx context.Context) error {
+			_, err := client.CoreV1().Secrets(ns).Get(ctx, "snug-admission-tls", metav1.GetOptions{})
+			return err
+		},
+	} {
+		waitNotFound(t, t.Context(), what+" after helm uninstall", get)
 	}
 	t.Logf("uninstalled in %.1fs; the CRD stays (crds.keep)", time.Since(start).Seconds())
 }

@@ -188,7 +188,7 @@ func testMetricsScraped(t *testing.T, po *prom.Options, ag *agentProc) {
 
 // Naming and label rules (docs/observability.md, "Naming").
 var (
-	nameRE = regexp.MustCompile(`^snug_(agent|controller|http)_[a-z0-9_]+$`)
+	nameRE = regexp.MustCompile(`^snug_(agent|controller|admission|http)_[a-z0-9_]+$`)
 	// units are what a name may end with: a base unit, a ratio, or the
 	// thing a count or gauge counts.
 	units = []string{"_seconds", "_bytes", "_cores", "_ratio", "_seconds_per_second", "_containers", "_pods", "_resizes"}
@@ -207,7 +207,7 @@ func metricProblems(f *dto.MetricFamily) []string {
 	name := f.GetName()
 	var out []string
 	if !nameRE.MatchString(name) {
-		out = append(out, "not snug_<subsystem>_<name>_<unit> with subsystem agent, controller or http")
+		out = append(out, "not snug_<subsystem>_<name>_<unit> with subsystem agent, controller, admission or http")
 	}
 	switch f.GetType() {
 	case dto.MetricType_COUNTER:
