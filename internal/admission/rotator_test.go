@@ -15,18 +15,24 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 )
 
+// rotatorFixture is a cluster with the webhook configuration, a clock and
+// the options the rotator tests share.
+func rotatorFixture() (*fake.Clientset, *clocktesting.FakePassiveClock, Options) {
+	cs := fake.NewClientset(&admissionregistrationv1.MutatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: "snug"},
+		Webhooks:   []admissionregistrationv1.MutatingWebhook{{Name: "pods.admission.snug.dev"}},
+	})
+	o := NewOptions()
+	o.Namespace = "snug-system"
+	return cs, clocktesting.NewFakePassiveClock(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)), o
+}
+
 // TestRotatorSync: from nothing, the Secret is created and the caBundle
 // written; a second sync changes nothing; a broken certificate is replaced
 // and the bundle kept; an ageing CA is replaced and the bundle updated.
 func TestRotatorSync(t *testing.T) {
 	ctx := context.Background()
-	cs := fake.NewClientset(&admissionregistrationv1.MutatingWebhookConfiguration{
-		ObjectMeta: metav1.ObjectMeta{Name: "snug"},
-		Webhooks:   []admissionregistrationv1.MutatingWebhook{{Name: "pods.admission.snug.dev"}},
-	})
-	clk := clocktesting.NewFakePassiveClock(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
-	o := NewOptions()
-	o.Namespace = "snug-system"
+	cs, clk, o := rotatorFixture()
 	r := NewRotator(RotatorConfig{Client: cs, Namespace: o.Namespace, SecretName: o.Secret, WebhookConfig: o.WebhookConfig,
 		DNSNames: o.DNSNames(), Clock: clk, Metrics: NewMetrics(prometheus.NewRegistry()), Log: logr.Discard()})
 	state := func() (map[string][]byte, []byte) {
@@ -86,13 +92,7 @@ func TestRotatorSync(t *testing.T) {
 // owner without a new certificate.
 func TestRotatorOwner(t *testing.T) {
 	ctx := context.Background()
-	cs := fake.NewClientset(&admissionregistrationv1.MutatingWebhookConfiguration{
-		ObjectMeta: metav1.ObjectMeta{Name: "snug"},
-		Webhooks:   []admissionregistrationv1.MutatingWebhook{{Name: "pods.admission.snug.dev"}},
-	})
-	clk := clocktesting.NewFakePassiveClock(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
-	o := NewOptions()
-	o.Namespace = "snug-system"
+	cs, clk, o := rotatorFixture()
 	rotator := func(uid string) *Rotator {
 		return NewRotator(RotatorConfig{Client: cs, Namespace: o.Namespace, SecretName: o.Secret, WebhookConfig: o.WebhookConfig,
 			DNSNames: o.DNSNames(), Clock: clk, Metrics: NewMetrics(prometheus.NewRegistry()), Log: logr.Discard(),

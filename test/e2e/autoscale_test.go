@@ -83,16 +83,7 @@ func testAutoscaleDeployment(t *testing.T, pc *policyclient.Client, ag *agentPro
 		if len(rs) == 0 || c.Autoscale.LastDecision.CPU.Why == "InFlight" {
 			return false
 		}
-		after := ratePointsAfter(c.History, rs[len(rs)-1].AppliedAt.Add(time.Second))
-		if len(after) < 3 {
-			return false
-		}
-		for _, p := range after[len(after)-3:] {
-			if *p.CPUThrottledFraction >= 0.05 {
-				return false
-			}
-		}
-		return true
+		return unthrottled(c, rs[len(rs)-1].AppliedAt.Add(time.Second))
 	})
 	grows := appliedAfter(c.Autoscale, step)
 	prevLimit := int64(100)

@@ -67,15 +67,7 @@ func chaosAgentDeleted(t *testing.T, ag *agentProc, ns, pod string, tl *podTimel
 	// Settled first: no resize of the pod in flight, the kubelet has
 	// applied the spec, so the resize the paused kubelet holds is the
 	// agent's answer to the step.
-	var base *corev1.Pod
-	ag.waitAutoscale(t, ns, pod, time.Minute, func(c agent.ContainerJSON) bool {
-		if c.Autoscale == nil || c.Autoscale.LastDecision == nil || len(ratePointsAfter(c.History, time.Time{})) < 3 ||
-			c.Autoscale.LastDecision.CPU.Why == "InFlight" {
-			return false
-		}
-		base = getPod(t, ns, pod)
-		return podSettled(base)
-	})
+	_, base := waitSettled(t, ag, ns, pod)
 	baseLimit := base.Spec.Containers[0].Resources.Limits.Cpu().MilliValue()
 
 	pause, resume := kubeletPauser(t)
@@ -107,16 +99,7 @@ func chaosAgentDeleted(t *testing.T, ag *agentProc, ns, pod string, tl *podTimel
 		if !podSettled(getPod(t, ns, pod)) {
 			return false
 		}
-		pts := ratePointsAfter(c.History, back)
-		if len(pts) < 3 {
-			return false
-		}
-		for _, p := range pts[len(pts)-3:] {
-			if p.CPUThrottledFraction == nil || *p.CPUThrottledFraction >= 0.05 {
-				return false
-			}
-		}
-		return true
+		return unthrottled(c, back)
 	})
 	converged := time.Now()
 	final := getPod(t, ns, pod).Status.ContainerStatuses[0].Resources.Limits.Cpu().MilliValue()
@@ -245,16 +228,7 @@ func chaosUpgrade(t *testing.T, ag *agentProc, ns, pod string) {
 		if !podSettled(p) || p.Spec.Containers[0].Resources.Limits.Cpu().MilliValue() < load {
 			return false
 		}
-		pts := ratePointsAfter(c.History, back)
-		if len(pts) < 3 {
-			return false
-		}
-		for _, p := range pts[len(pts)-3:] {
-			if p.CPUThrottledFraction == nil || *p.CPUThrottledFraction >= 0.05 {
-				return false
-			}
-		}
-		return true
+		return unthrottled(c, back)
 	})
 	converged := time.Since(step)
 	var plans []string
@@ -375,18 +349,7 @@ func chaosUninstall(t *testing.T, ag *agentProc, ns, pod, containerID string) {
 	if left := leftovers(t, chaosNS); len(left) > 0 {
 		t.Errorf("after helm uninstall: %s", strings.Join(left, ", "))
 	}
-	for what, get := range map[string]func(ctx context.Context) error{
-		"Lease snug-controller": func(ctx context.Context) error {
-			_, err := client.CoordinationV1().Leases(chaosNS).Get(ctx, "snug-controller", metav1.GetOptions{})
-			return err
-		},
-		"Secret snug-admission-tls": func(ctx context.Context) error {
-			_, err := client.CoreV1().Secrets(chaosNS).Get(ctx, "snug-admission-tls", metav1.GetOptions{})
-			return err
-		},
-	} {
-		waitNotFound(t, t.Context(), what+" after helm uninstall", get)
-	}
+	waitControllerObjectsGone(t, chaosNS)
 	after := assertInPlace(t, ns, pod, containerID, corev1.PodQOSBurstable)
 	if after.UID != before.UID {
 		t.Fatalf("pod %s was replaced during the uninstall", pod)
@@ -476,4 +439,38 @@ func previousLog(t *testing.T, key string) string {
 		return fmt.Sprintf("(no previous log: %v)", err)
 	}
 	return strings.TrimSpace(string(b))
+}
+
+// unthrottled reports whether the container's last three samples after
+// since had under 5% of their periods throttled.
+func unthrottled(c agent.ContainerJSON, since time.Time) bool {
+	pts := ratePointsAfter(c.History, since)
+	if len(pts) < 3 {
+		return false
+	}
+	for _, p := range pts[len(pts)-3:] {
+		if p.CPUThrottledFraction == nil || *p.CPUThrottledFraction >= 0.05 {
+			return false
+		}
+	}
+	return true
+}
+
+// waitControllerObjectsGone waits until the Lease and the admission Secret
+// that the controllers made in ns are gone: owned by their Deployment
+// (--owner-deployment), the garbage collector deletes them with it.
+func waitControllerObjectsGone(t *testing.T, ns string) {
+	t.Helper()
+	for what, get := range map[string]func(ctx context.Context) error{
+		"Lease snug-controller": func(ctx context.Context) error {
+			_, err := client.CoordinationV1().Leases(ns).Get(ctx, "snug-controller", metav1.GetOptions{})
+			return err
+		},
+		"Secret snug-admission-tls": func(ctx context.Context) error {
+			_, err := client.CoreV1().Secrets(ns).Get(ctx, "snug-admission-tls", metav1.GetOptions{})
+			return err
+		},
+	} {
+		waitNotFound(t, t.Context(), what+" after helm uninstall", get)
+	}
 }

@@ -48,17 +48,7 @@ func TestAgentConflict(t *testing.T) {
 	// agent may grow the pod before the step: wait until no resize of it is
 	// in flight and the kubelet has applied the spec, so that the resize the
 	// paused kubelet holds is the first one decided after since.
-	var since time.Time
-	var base *corev1.Pod
-	ag.waitAutoscale(t, ns, pod, time.Minute, func(c agent.ContainerJSON) bool {
-		since = time.Now()
-		if c.Autoscale == nil || c.Autoscale.LastDecision == nil || len(ratePointsAfter(c.History, time.Time{})) < 3 ||
-			c.Autoscale.LastDecision.CPU.Why == "InFlight" {
-			return false
-		}
-		base = getPod(t, ns, pod)
-		return podSettled(base)
-	})
+	since, base := waitSettled(t, ag, ns, pod)
 	baseCPU := base.Spec.Containers[0].Resources.Limits.Cpu().MilliValue()
 
 	pause, resume := kubeletPauser(t)
@@ -166,6 +156,25 @@ func procStateIs(pid int, state string) bool {
 
 // podSettled reports whether the kubelet runs the first container at its
 // spec's cpu and memory and no resize is pending or in progress.
+// waitSettled waits until the agent has sampled the pod, has no resize of
+// it in flight, and the kubelet has applied its spec (podSettled); it
+// returns when it last looked and the pod it found.
+func waitSettled(t *testing.T, ag *agentProc, ns, pod string) (time.Time, *corev1.Pod) {
+	t.Helper()
+	var since time.Time
+	var base *corev1.Pod
+	ag.waitAutoscale(t, ns, pod, time.Minute, func(c agent.ContainerJSON) bool {
+		since = time.Now()
+		if c.Autoscale == nil || c.Autoscale.LastDecision == nil || len(ratePointsAfter(c.History, time.Time{})) < 3 ||
+			c.Autoscale.LastDecision.CPU.Why == "InFlight" {
+			return false
+		}
+		base = getPod(t, ns, pod)
+		return podSettled(base)
+	})
+	return since, base
+}
+
 func podSettled(p *corev1.Pod) bool {
 	if len(p.Spec.Containers) == 0 || len(p.Status.ContainerStatuses) == 0 {
 		return false

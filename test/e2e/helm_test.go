@@ -128,18 +128,7 @@ func TestHelm(t *testing.T) {
 	// The objects the controllers made at run time, the Lease and the
 	// admission webhook's Secret, are owned by their Deployment
 	// (--owner-deployment): the garbage collector deletes them with it.
-	for what, get := range map[string]func(ctx context.Context) error{
-		"Lease snug-controller": func(ctx context.Context) error {
-			_, err := client.CoordinationV1().Leases(ns).Get(ctx, "snug-controller", metav1.GetOptions{})
-			return err
-		},
-		"Secret snug-admission-tls": func(ctx context.Context) error {
-			_, err := client.CoreV1().Secrets(ns).Get(ctx, "snug-admission-tls", metav1.GetOptions{})
-			return err
-		},
-	} {
-		waitNotFound(t, t.Context(), what+" after helm uninstall", get)
-	}
+	waitControllerObjectsGone(t, ns)
 	t.Logf("uninstalled in %.1fs; the CRD stays (crds.keep)", time.Since(start).Seconds())
 }
 
