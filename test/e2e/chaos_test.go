@@ -5,6 +5,8 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +19,7 @@ import (
 	"github.com/snug-dev/snug/api/v1alpha1"
 	policyclient "github.com/snug-dev/snug/api/v1alpha1/client"
 	"github.com/snug-dev/snug/internal/agent"
+	"github.com/snug-dev/snug/internal/experiment"
 	"github.com/snug-dev/snug/internal/lab"
 )
 
@@ -231,8 +234,11 @@ func chaosUpgrade(t *testing.T, ag *agentProc, ns, pod string) {
 		return unthrottled(c, back)
 	})
 	converged := time.Since(step)
+	// No double resize: none of the new agent's resizes after the step
+	// asks for the cpu limit the pod already had from the one before
+	// (or, for the first, the limit at the step).
 	var plans []string
-	prev := found
+	prev := atStep
 	for _, r := range appliedAfter(c.Autoscale, step) {
 		lim := r.Containers["app"].CPULimitMillicores
 		if lim == prev {
@@ -473,4 +479,105 @@ func waitControllerObjectsGone(t *testing.T, ns string) {
 	} {
 		waitNotFound(t, t.Context(), what+" after helm uninstall", get)
 	}
+}
+
+// TestChaosMemorySpike is issue 17's case 6, the kubelet's check-then-write
+// race on a memory limit decrease (kubernetes#135670): a Guaranteed pod
+// (request = limit, so the limit follows a shrink) holds 100Mi under a
+// 256Mi limit until the agent shrinks it towards usage plus headroom; within
+// a second of seeing the shrink in the pod's spec the test makes it hold
+// 160Mi. It counts OOM kills and prints what happened. If one happens,
+// snug must grow memory again within 2 s of the container's restart and
+// must not shrink it again within the policy's stabilization window.
+func TestChaosMemorySpike(t *testing.T) {
+	const window = 30 // seconds
+	pc := installPolicyCRD(t)
+	ag := installSnug(t, snugInstall{})
+	ns := testNamespace(t, "snug-spike-")
+	createPolicy(t, pc, ns, "spike", v1alpha1.SnugPolicySpec{
+		TargetRef:    deploymentRef("spike"),
+		UpdatePolicy: &v1alpha1.PodUpdatePolicy{UpdateMode: v1alpha1.UpdateModeInPlace},
+		Behavior: &v1alpha1.Behavior{ScaleDown: &v1alpha1.ScaleDownBehavior{
+			StabilizationWindowSeconds: ptr.To[int32](window),
+		}},
+	})
+	pods, err := experiment.LoadDeployment{
+		Name: "spike", Replicas: 1, LoadDir: labOpts.LoadDir(), Args: []string{"--cpu=10m"},
+		CPURequest: "100m", CPULimit: "100m", MemoryRequest: "256Mi", MemoryLimit: "256Mi",
+	}.Create(t.Context(), client, ns, 2*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := pods[0].Name
+	t.Cleanup(func() { os.Remove(filepath.Join(labOpts.LoadDir(), pod)) })
+	writeLoad(t, pod, "memory=100Mi")
+
+	// The shrink, as soon as it is in the spec.
+	var shrunk *corev1.Pod
+	waitFor(t, "the agent's memory shrink in the pod's spec", 4*time.Minute, func() (bool, error) {
+		shrunk = getPod(t, ns, pod)
+		return shrunk.Spec.Containers[0].Resources.Limits.Memory().Value() < 256<<20, nil
+	})
+	seen := time.Now()
+	spike := writeLoad(t, pod, "memory=160Mi")
+	shrunkTo := shrunk.Spec.Containers[0].Resources.Limits.Memory().Value()
+	t.Logf("shrink seen in the spec: memory limit 256Mi -> %.0fMi; 160Mi held %.2fs later", float64(shrunkTo)/(1<<20), spike.Sub(seen).Seconds())
+
+	// Whatever happens, the pod ends up holding 160Mi at a limit above it
+	// with its container running.
+	var now *corev1.Pod
+	waitFor(t, "the pod running at a memory limit above 160Mi", 3*time.Minute, func() (bool, error) {
+		now = getPod(t, ns, pod)
+		st := now.Status.ContainerStatuses
+		return podSettled(now) && len(st) == 1 && st[0].State.Running != nil &&
+			st[0].Resources.Limits.Memory().Value() > 160<<20, nil
+	})
+	cs := now.Status.ContainerStatuses[0]
+	c := ag.waitAutoscale(t, ns, pod, time.Minute, func(c agent.ContainerJSON) bool {
+		return c.Latest.MemoryWorkingSetBytes >= 150<<20
+	})
+	var plans []string
+	for _, r := range c.Autoscale.Resizes {
+		if r.DecidedAt.After(seen.Add(-5 * time.Second)) {
+			plans = append(plans, fmt.Sprintf("%s +%.2fs %s", r.Outcome, r.DecidedAt.Sub(spike).Seconds(), r.Plan))
+		}
+	}
+	for _, p := range plans {
+		t.Logf("resize around the spike: %s", p)
+	}
+	if cs.RestartCount == 0 {
+		t.Logf("CHAOS %s memory-spike: no OOM kill; the limit went 256Mi -> %.0fMi, the spike to 160Mi came %.2fs after the shrink was seen, and the pod runs at %s",
+			labOpts.KubernetesVersion, float64(shrunkTo)/(1<<20), spike.Sub(seen).Seconds(), podResources(now))
+		return
+	}
+	// An OOM kill: when the container restarted, and the agent's first
+	// memory grow after it.
+	last := cs.LastTerminationState.Terminated
+	if last == nil {
+		t.Fatalf("container restarted %d times without a last termination state", cs.RestartCount)
+	}
+	restarted := last.FinishedAt.Time
+	var grow *agent.ResizeJSON
+	for i, r := range c.Autoscale.Resizes {
+		if r.DecidedAt.After(restarted.Add(-time.Second)) && r.Containers["app"].MemoryLimitBytes > shrunkTo {
+			grow = &c.Autoscale.Resizes[i]
+			break
+		}
+	}
+	if grow == nil {
+		t.Fatalf("OOM kill (%s, exit %d) at %s, and no memory grow after it: %v", last.Reason, last.ExitCode, restarted.Format(time.TimeOnly), plans)
+	}
+	after := grow.DecidedAt.Sub(restarted)
+	if after > 2*time.Second {
+		t.Errorf("memory grown %.2fs after the OOM kill's restart, want within 2 s", after.Seconds())
+	}
+	for _, r := range c.Autoscale.Resizes {
+		if r.DecidedAt.After(grow.DecidedAt) && r.DecidedAt.Before(grow.DecidedAt.Add(window*time.Second)) &&
+			r.Containers["app"].MemoryLimitBytes < grow.Containers["app"].MemoryLimitBytes && r.Containers["app"].MemoryLimitBytes != 0 {
+			t.Errorf("memory shrunk again %.1fs after the grow, inside the %d s window: %s", r.DecidedAt.Sub(grow.DecidedAt).Seconds(), window, r.Plan)
+		}
+	}
+	t.Logf("CHAOS %s memory-spike: %d OOM kill(s) (%s, exit %d); the limit went 256Mi -> %.0fMi, the spike came %.2fs after the shrink was seen; memory grown %.2fs after the restart (%s); the pod runs at %s",
+		labOpts.KubernetesVersion, cs.RestartCount, last.Reason, last.ExitCode, float64(shrunkTo)/(1<<20), spike.Sub(seen).Seconds(),
+		after.Seconds(), grow.Plan, podResources(now))
 }
