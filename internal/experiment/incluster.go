@@ -163,22 +163,7 @@ func InstallSnug(ctx context.Context, client kubernetes.Interface, o InstallOpti
 		if o.NoController {
 			return true, nil
 		}
-		l, err := client.CoordinationV1().Leases(o.namespace()).Get(ctx, leaseName, metav1.GetOptions{})
-		if err != nil || l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == "" {
-			return false, nil
-		}
-		// The holder identity starts with the leader's pod name. A Lease
-		// that an earlier install's controller still holds names a pod
-		// that is terminating or gone: wait for one of this install's
-		// Ready pods to take it.
-		leader, _, _ := strings.Cut(*l.Spec.HolderIdentity, "_")
-		p, err := client.CoreV1().Pods(o.namespace()).Get(ctx, leader, metav1.GetOptions{})
-		if err != nil || p.DeletionTimestamp != nil || p.Status.PodIP == "" || !podReady(p) {
-			return false, nil
-		}
-		s.ControllerPod = p.Name
-		s.ControllerMetricsURL = fmt.Sprintf("https://%s:%d/metrics", p.Status.PodIP, controllerPort)
-		return true, nil
+		return s.leads(ctx, func(*corev1.Pod) bool { return true }), nil
 	})
 	if err != nil {
 		return s, fmt.Errorf("waiting for snug's agent on %s to be ready and its controller to lead: %w", o.Node, err)
@@ -215,23 +200,35 @@ func (s *Snug) Upgrade(ctx context.Context, tag string) error {
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	err = poll(wctx, 200*time.Millisecond, func(ctx context.Context) (bool, error) {
-		l, err := s.client.CoordinationV1().Leases(o.namespace()).Get(ctx, leaseName, metav1.GetOptions{})
-		if err != nil || l.Spec.HolderIdentity == nil {
-			return false, nil
-		}
-		leader, _, _ := strings.Cut(*l.Spec.HolderIdentity, "_")
-		p, err := s.client.CoreV1().Pods(o.namespace()).Get(ctx, leader, metav1.GetOptions{})
-		if err != nil || p.DeletionTimestamp != nil || !podReady(p) || len(p.Spec.Containers) == 0 || !strings.HasSuffix(p.Spec.Containers[0].Image, ":"+tag) {
-			return false, nil
-		}
-		s.ControllerPod = p.Name
-		s.ControllerMetricsURL = fmt.Sprintf("https://%s:%d/metrics", p.Status.PodIP, controllerPort)
-		return true, nil
+		return s.leads(ctx, func(p *corev1.Pod) bool {
+			return len(p.Spec.Containers) > 0 && strings.HasSuffix(p.Spec.Containers[0].Image, ":"+tag)
+		}), nil
 	})
 	if err != nil {
 		return fmt.Errorf("waiting for a controller of %s to lead: %w", tag, err)
 	}
 	return nil
+}
+
+// leads reports whether the controllers' Lease names a Ready pod that is
+// not terminating and that ok accepts, and points ControllerPod and
+// ControllerMetricsURL at it. The holder identity starts with the pod's
+// name; a Lease that an earlier install's controller still holds names a
+// pod that is terminating or gone.
+func (s *Snug) leads(ctx context.Context, ok func(*corev1.Pod) bool) bool {
+	ns := s.install.namespace()
+	l, err := s.client.CoordinationV1().Leases(ns).Get(ctx, leaseName, metav1.GetOptions{})
+	if err != nil || l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == "" {
+		return false
+	}
+	leader, _, _ := strings.Cut(*l.Spec.HolderIdentity, "_")
+	p, err := s.client.CoreV1().Pods(ns).Get(ctx, leader, metav1.GetOptions{})
+	if err != nil || p.DeletionTimestamp != nil || p.Status.PodIP == "" || !podReady(p) || !ok(p) {
+		return false
+	}
+	s.ControllerPod = p.Name
+	s.ControllerMetricsURL = fmt.Sprintf("https://%s:%d/metrics", p.Status.PodIP, controllerPort)
+	return true
 }
 
 // WaitAgent waits until a Ready agent pod other than old runs on the
