@@ -135,11 +135,11 @@ func assertFromPerson(t *testing.T, fk *fakeKubelet, v *AutoscaleJSON) {
 	if req, lim := ops["/spec/containers/0/resources/requests/cpu"], ops["/spec/containers/0/resources/limits/cpu"]; req != "60m" || lim != "180m" {
 		t.Errorf("second patch tests cpu %q/%q, want the person's 60m/180m", req, lim)
 	}
-	if got := v.Resizes[1].Containers["app"]; got.CPURequestMillicores != 125 || got.CPULimitMillicores != 375 {
-		t.Errorf("second resize cpu %d/%d, want 125/375 (the person's 1:3 ratio)", got.CPURequestMillicores, got.CPULimitMillicores)
+	if got := v.Resizes[1].Containers["app"]; got.CPURequestMillicores != 250 || got.CPULimitMillicores != 750 {
+		t.Errorf("second resize cpu %d/%d, want 250/750 (the person's 1:3 ratio)", got.CPURequestMillicores, got.CPULimitMillicores)
 	}
-	if stored := fk.get("p"); stored.Spec.Containers[0].Resources.Limits.Cpu().MilliValue() != 375 {
-		t.Errorf("stored cpu limit %v, want 375m", stored.Spec.Containers[0].Resources.Limits.Cpu())
+	if stored := fk.get("p"); stored.Spec.Containers[0].Resources.Limits.Cpu().MilliValue() != 750 {
+		t.Errorf("stored cpu limit %v, want 750m", stored.Spec.Containers[0].Resources.Limits.Cpu())
 	}
 }
 
@@ -196,8 +196,8 @@ func TestDeciderConflictWhileWaiting(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("no resize sent")
 	}
-	if got := fk.get("p").Spec.Containers[0].Resources.Limits.Cpu().MilliValue(); got != 250 {
-		t.Fatalf("accepted spec cpu limit %dm, want the decider's 250m", got)
+	if got := fk.get("p").Spec.Containers[0].Resources.Limits.Cpu().MilliValue(); got != 500 {
+		t.Fatalf("accepted spec cpu limit %dm, want the decider's 500m", got)
 	}
 	// Still waiting: the kubelet has not looked.
 	select {

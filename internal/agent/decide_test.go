@@ -289,8 +289,8 @@ func TestDeciderGrowsAThrottledContainer(t *testing.T) {
 	if r.Outcome != "Applied" {
 		t.Errorf("outcome %s, want Applied", r.Outcome)
 	}
-	// 1.5 gain at a fully throttled second: limit x2.5, request with it.
-	want := ResourcesJSON{CPURequestMillicores: 125, CPULimitMillicores: 250}
+	// A fully throttled second is censored: limit x5, request with it.
+	want := ResourcesJSON{CPURequestMillicores: 250, CPULimitMillicores: 500}
 	if diff := cmp.Diff(want, ResourcesJSON{CPURequestMillicores: r.Containers["app"].CPURequestMillicores, CPULimitMillicores: r.Containers["app"].CPULimitMillicores}); diff != "" {
 		t.Errorf("new cpu (-want +got):\n%s", diff)
 	}

@@ -84,9 +84,20 @@ type Config struct {
 	// 1 + CPUGrowthGain * severity, where severity is the worst throttled
 	// fraction of the starving run (0.5 for a pinned but unthrottled run):
 	// the first sample after a step is partial and would understate it.
-	// Default 1.5: x2.5 when every period is throttled, so a 4x load step
-	// ends in two resizes and a 15x step in three.
+	// Default 1.5: x2.5 for a sample throttled in every period, the factor
+	// that also sizes the demand the CPU history records for a throttled
+	// sample. A run throttled in (nearly) every period grows by
+	// CPUCensoredGrowth instead.
 	CPUGrowthGain float64
+	// CPUCensoredGrowth is the fast-path factor when the worst sample of the
+	// starving run was throttled in at least CPUCensoredFraction of its
+	// periods: usage is then censored at the limit and says nothing about
+	// how far demand is above it. Default 5: a 4x load step ends in one
+	// resize, with a quarter of room for its bursts within a CFS period.
+	CPUCensoredGrowth float64
+	// CPUCensoredFraction is the throttled share that makes a sample
+	// censored. Default 0.95.
+	CPUCensoredFraction float64
 	// CPULightThrottledFraction and CPULightThrottleWindow catch throttling
 	// too light for the fast path: when the exponentially weighted mean of
 	// the throttled fraction, with this time constant, reaches the
@@ -175,6 +186,8 @@ func DefaultConfig() Config {
 		CPUPinnedFraction:         0.95,
 		CPUSustain:                time.Second,
 		CPUGrowthGain:             1.5,
+		CPUCensoredGrowth:         5,
+		CPUCensoredFraction:       0.95,
 		CPULightThrottledFraction: 0.10,
 		CPULightThrottleWindow:    time.Minute,
 
@@ -258,6 +271,8 @@ func (c Config) Validate() error {
 	within("cpu pinned fraction", c.CPUPinnedFraction, 0, 1, true)
 	positive("cpu sustain", c.CPUSustain)
 	within("cpu growth gain", c.CPUGrowthGain, 0, 100, true)
+	within("cpu censored growth", c.CPUCensoredGrowth, 1, 100, false)
+	within("cpu censored fraction", c.CPUCensoredFraction, 0, 1, true)
 	within("cpu light throttled fraction", c.CPULightThrottledFraction, 0, 1, true)
 	positive("cpu light throttle window", c.CPULightThrottleWindow)
 

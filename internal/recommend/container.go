@@ -287,6 +287,9 @@ func (c *Container) cpuFast(sig cgroup.Signals, changed bool) Change {
 			// The first sample of a step is partial, so the run's mean
 			// understates the throttling now: size by the worst sample.
 			k := max(1+cfg.CPUGrowthGain*c.runMaxSev, 1+cfg.GrowBand)
+			if c.runMaxSev >= cfg.CPUCensoredFraction {
+				k = max(k, cfg.CPUCensoredGrowth)
+			}
 			why := WhyThrottled
 			if c.runPinnedOnly {
 				why = WhyPinned

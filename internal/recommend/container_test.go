@@ -71,11 +71,19 @@ func TestFastPath(t *testing.T) {
 		cpu    Change
 		memory Change
 	}{{
-		name: "one fully throttled second grows cpu x2.5",
+		// Every period throttled: usage is censored at the limit, x5.
+		name: "one fully throttled second grows cpu x5",
 		cur:  guaranteed, s: sig{cpuMillis: 100, throttled: 1, cpuLimit: 100, wsBytes: 64 * mi, memLimit: 256 * mi}, n: 1,
-		cpu: Change{Action: Grow, Request: 250, Limit: 250, Fast: true,
+		cpu: Change{Action: Grow, Request: 500, Limit: 500, Fast: true,
 			Reason: Reason{Why: WhyThrottled, Value: 100, Limit: 100, Request: 100, Fraction: 1, Duration: time.Second}},
 		memory: Change{Request: 256 * mi, Limit: 256 * mi, Reason: Reason{Why: WhyWarmingUp, Memory: true, Duration: 59 * time.Second}},
+	}, {
+		// Under CPUCensoredFraction (0.95): x(1 + 1.5*0.9) = x2.35.
+		name: "seconds throttled in 90% of periods grow by the throttled fraction",
+		cur:  guaranteed, s: sig{cpuMillis: 100, throttled: 0.9, cpuLimit: 100, wsBytes: 64 * mi, memLimit: 256 * mi}, n: 2,
+		cpu: Change{Action: Grow, Request: 235, Limit: 235, Fast: true,
+			Reason: Reason{Why: WhyThrottled, Value: 100, Limit: 100, Request: 100, Fraction: 0.9, Duration: 2 * time.Second}},
+		memory: Change{Request: 256 * mi, Limit: 256 * mi, Reason: Reason{Why: WhyWarmingUp, Memory: true, Duration: 58 * time.Second}},
 	}, {
 		name: "one partly throttled second waits",
 		cur:  guaranteed, s: sig{cpuMillis: 95, throttled: 0.6, cpuLimit: 100, wsBytes: 64 * mi, memLimit: 256 * mi}, n: 1,
@@ -117,7 +125,7 @@ func TestFastPath(t *testing.T) {
 		name: "at maxAllowed a grow is held",
 		cur:  guaranteed, bounds: Bounds{MaxCPUMillis: 100},
 		s: sig{cpuMillis: 100, throttled: 1, cpuLimit: 100, wsBytes: 64 * mi, memLimit: 256 * mi}, n: 1,
-		cpu:    Change{Request: 100, Limit: 100, Reason: Reason{Why: WhyCapped, Value: 250, Limit: 100, Outcome: "maxAllowed"}},
+		cpu:    Change{Request: 100, Limit: 100, Reason: Reason{Why: WhyCapped, Value: 500, Limit: 100, Outcome: "maxAllowed"}},
 		memory: Change{Request: 256 * mi, Limit: 256 * mi, Reason: Reason{Why: WhyWarmingUp, Memory: true, Duration: 59 * time.Second}},
 	}, {
 		name: "oom kill grows memory x1.5 at once",

@@ -36,18 +36,18 @@ func TestInFlightEndsWhenResourcesChange(t *testing.T) {
 	c.Observe(t0.Add(time.Second), throttledAt100.at(1), small)
 	p.Sent(t0.Add(time.Second))
 	grown := small
-	grown.CPURequestMillis, grown.CPULimitMillis = 250, 250
+	grown.CPURequestMillis, grown.CPULimitMillis = 500, 500
 	s := throttledAt100
-	s.cpuLimit, s.cpuMillis = 250, 250
+	s.cpuLimit, s.cpuMillis = 500, 500
 	// The sample that shows the change straddles it: ignored by the fast
-	// path. The next one, fully throttled at 250m, counts.
+	// path. The next one, fully throttled at 500m, counts.
 	d := c.Observe(t0.Add(2*time.Second), s.at(2), grown)
 	if d.CPU.Action != Hold {
 		t.Fatalf("straddling sample: %v, want Hold", d)
 	}
 	d = c.Observe(t0.Add(3*time.Second), s.at(3), grown)
-	if d.CPU.Action != Grow || d.CPU.Request != 625 {
-		t.Fatalf("after the change: %v, want a grow to 625m", d)
+	if d.CPU.Action != Grow || d.CPU.Request != 2500 {
+		t.Fatalf("after the change: %v, want a grow to 2500m", d)
 	}
 }
 
@@ -109,14 +109,14 @@ func TestDeferredAndInfeasibleCaps(t *testing.T) {
 		{resize.Deferred, []Cap{{Container: "app", CPUMillis: 180}}, 180, cfg.DeferredCapTTL},
 		{resize.Infeasible, []Cap{{Container: "app", CPUMillis: 150}}, 150, cfg.InfeasibleCapTTL},
 		// Unknown cap: half-way between the old request and the one sent.
-		{resize.Infeasible, nil, 175, cfg.InfeasibleCapTTL},
+		{resize.Infeasible, nil, 300, cfg.InfeasibleCapTTL},
 	} {
 		t.Run(tc.outcome.String(), func(t *testing.T) {
 			p, c := newContainer(t, cfg, Bounds{})
 			now := t0.Add(time.Second)
 			d := c.Observe(now, throttledAt100.at(1), small)
 			p.Sent(now)
-			if d.CPU.Request != 250 {
+			if d.CPU.Request != 500 {
 				t.Fatalf("sent %v", d)
 			}
 			p.Feedback(now, Feedback{Outcome: tc.outcome, Caps: tc.caps})
