@@ -78,11 +78,18 @@ func TestFastPath(t *testing.T) {
 			Reason: Reason{Why: WhyThrottled, Value: 100, Limit: 100, Request: 100, Fraction: 1, Duration: time.Second}},
 		memory: Change{Request: 256 * mi, Limit: 256 * mi, Reason: Reason{Why: WhyWarmingUp, Memory: true, Duration: 59 * time.Second}},
 	}, {
-		// Under CPUCensoredFraction (0.95): x(1 + 1.5*0.9) = x2.35.
-		name: "seconds throttled in 90% of periods grow by the throttled fraction",
-		cur:  guaranteed, s: sig{cpuMillis: 100, throttled: 0.9, cpuLimit: 100, wsBytes: 64 * mi, memLimit: 256 * mi}, n: 2,
-		cpu: Change{Action: Grow, Request: 235, Limit: 235, Fast: true,
-			Reason: Reason{Why: WhyThrottled, Value: 100, Limit: 100, Request: 100, Fraction: 0.9, Duration: 2 * time.Second}},
+		// Under CPUCensoredFraction (0.8): x(1 + 1.5*0.75) = x2.125.
+		name: "seconds throttled in 75% of periods grow by the throttled fraction",
+		cur:  guaranteed, s: sig{cpuMillis: 100, throttled: 0.75, cpuLimit: 100, wsBytes: 64 * mi, memLimit: 256 * mi}, n: 2,
+		cpu: Change{Action: Grow, Request: 213, Limit: 213, Fast: true,
+			Reason: Reason{Why: WhyThrottled, Value: 100, Limit: 100, Request: 100, Fraction: 0.75, Duration: 2 * time.Second}},
+		memory: Change{Request: 256 * mi, Limit: 256 * mi, Reason: Reason{Why: WhyWarmingUp, Memory: true, Duration: 58 * time.Second}},
+	}, {
+		// At CPUCensoredFraction: censored, x5 (the lab's backlog read 0.91).
+		name: "seconds throttled in 80% of periods are censored",
+		cur:  guaranteed, s: sig{cpuMillis: 100, throttled: 0.8, cpuLimit: 100, wsBytes: 64 * mi, memLimit: 256 * mi}, n: 2,
+		cpu: Change{Action: Grow, Request: 500, Limit: 500, Fast: true,
+			Reason: Reason{Why: WhyThrottled, Value: 100, Limit: 100, Request: 100, Fraction: 0.8, Duration: 2 * time.Second}},
 		memory: Change{Request: 256 * mi, Limit: 256 * mi, Reason: Reason{Why: WhyWarmingUp, Memory: true, Duration: 58 * time.Second}},
 	}, {
 		name: "one partly throttled second waits",
