@@ -113,3 +113,17 @@ KUBELET  0.20  0.30    1.5x
 		t.Errorf("tables:\n%s\nwant:\n%s", got, want)
 	}
 }
+
+// TestMetAtPrintedResolution: a goal is judged at the 0.01 s a figure is
+// printed with, so the fourth one-second tick of T4 (a few ms late) meets
+// "within 4 s" and the fifth does not.
+func TestMetAtPrintedResolution(t *testing.T) {
+	for _, tc := range []struct {
+		x    float64
+		want string
+	}{{4.004, "met"}, {4.0, "met"}, {3.2, "met"}, {4.006, "not met"}, {5.003, "not met"}, {math.NaN(), "not met"}} {
+		if got := met(tc.x, 4); got != tc.want {
+			t.Errorf("met(%v, 4) = %q, want %q", tc.x, got, tc.want)
+		}
+	}
+}
