@@ -89,10 +89,11 @@ type Config struct {
 	// sample. A run throttled in most periods (CPUCensoredFraction) grows by
 	// CPUCensoredGrowth instead.
 	CPUGrowthGain float64
-	// CPUCensoredGrowth is the fast-path factor when the worst sample of the
+	// CPUCensoredGrowth is the fast-path factor when a sample of the
 	// starving run was throttled in at least CPUCensoredFraction of its
-	// periods: usage is then censored at the limit and says nothing about
-	// how far demand is above it. Default 5: a 4x load step ends in one
+	// periods, or throttled with its whole quota used: usage is then
+	// censored at the limit and says nothing about how far demand is above
+	// it. Default 5: a 4x load step ends in one
 	// resize, with a quarter of room for its bursts within a CFS period.
 	CPUCensoredGrowth float64
 	// CPUCensoredFraction is the throttled share that makes a sample

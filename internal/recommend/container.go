@@ -17,6 +17,14 @@ const memorySlopeTau = 10 * time.Second
 // with few throttled periods: demand is at the limit, likely a little above.
 const pinnedSeverity = 0.5
 
+// censoredUsageFraction: a throttled sample that used this share of its
+// limit or more is censored whatever its throttled fraction: the quota ran
+// out and work still waited. On the lab a backlogged 400m load under a 100m
+// limit read 100-104m with 50-100 % of its periods throttled (a period in
+// which the load's own cycle ended under the quota counts as unthrottled);
+// bursts near a limit use 75-95 % of it.
+const censoredUsageFraction = 0.98
+
 // pressureHeadroomFraction: memory pressure grows memory only when the
 // working set is within this share of the limit (or the limit was hit);
 // otherwise the stalls come from the node, and a larger limit would not help.
@@ -71,7 +79,7 @@ type Container struct {
 
 	// CPU starvation: the current run of starving samples.
 	runSeconds, runSevSeconds, runMaxSev float64
-	runPinnedOnly                        bool
+	runPinnedOnly, runCensored           bool
 	// Light throttling: EWMA of the throttled fraction and how long it ran.
 	throttleEWMA, throttleEWMASeconds float64
 	// The CPU request's view: demand averaged over CPURequestResolution
@@ -237,7 +245,7 @@ func (r *resource) noteCurrent(req, lim int64) bool {
 
 func (c *Container) resetRun() {
 	c.runSeconds, c.runSevSeconds, c.runMaxSev = 0, 0, 0
-	c.runPinnedOnly = true
+	c.runPinnedOnly, c.runCensored = true, false
 }
 
 // cpuFast is the CPU fast path: sustained throttling or usage pinned at the
@@ -283,11 +291,14 @@ func (c *Container) cpuFast(sig cgroup.Signals, changed bool) Change {
 		c.runSevSeconds += sev * dt
 		c.runMaxSev = max(c.runMaxSev, sev)
 		c.runPinnedOnly = c.runPinnedOnly && !throttled
+		// Censored: most periods throttled, or throttled with the whole
+		// quota used - the limit ran out and work still waited.
+		c.runCensored = c.runCensored || f >= cfg.CPUCensoredFraction || (throttled && u >= censoredUsageFraction*limit)
 		if c.runSevSeconds >= cfg.CPUSustain.Seconds()*(1-1e-9) {
 			// The first sample of a step is partial, so the run's mean
 			// understates the throttling now: size by the worst sample.
 			k := max(1+cfg.CPUGrowthGain*c.runMaxSev, 1+cfg.GrowBand)
-			if c.runMaxSev >= cfg.CPUCensoredFraction {
+			if c.runCensored {
 				k = max(k, cfg.CPUCensoredGrowth)
 			}
 			why := WhyThrottled

@@ -78,11 +78,20 @@ func TestFastPath(t *testing.T) {
 			Reason: Reason{Why: WhyThrottled, Value: 100, Limit: 100, Request: 100, Fraction: 1, Duration: time.Second}},
 		memory: Change{Request: 256 * mi, Limit: 256 * mi, Reason: Reason{Why: WhyWarmingUp, Memory: true, Duration: 59 * time.Second}},
 	}, {
-		// Under CPUCensoredFraction (0.8): x(1 + 1.5*0.75) = x2.125.
+		// Bursts near the limit: under CPUCensoredFraction (0.8) with
+		// usage under the limit, x(1 + 1.5*0.75) = x2.125.
 		name: "seconds throttled in 75% of periods grow by the throttled fraction",
-		cur:  guaranteed, s: sig{cpuMillis: 100, throttled: 0.75, cpuLimit: 100, wsBytes: 64 * mi, memLimit: 256 * mi}, n: 2,
+		cur:  guaranteed, s: sig{cpuMillis: 90, throttled: 0.75, cpuLimit: 100, wsBytes: 64 * mi, memLimit: 256 * mi}, n: 2,
 		cpu: Change{Action: Grow, Request: 213, Limit: 213, Fast: true,
-			Reason: Reason{Why: WhyThrottled, Value: 100, Limit: 100, Request: 100, Fraction: 0.75, Duration: 2 * time.Second}},
+			Reason: Reason{Why: WhyThrottled, Value: 90, Limit: 100, Request: 100, Fraction: 0.75, Duration: 2 * time.Second}},
+		memory: Change{Request: 256 * mi, Limit: 256 * mi, Reason: Reason{Why: WhyWarmingUp, Memory: true, Duration: 58 * time.Second}},
+	}, {
+		// The whole quota used and still throttled: censored whatever the
+		// fraction (a CI run's backlogged 400m under 100m read 71%).
+		name: "throttled with the whole quota used is censored",
+		cur:  guaranteed, s: sig{cpuMillis: 100, throttled: 0.7, cpuLimit: 100, wsBytes: 64 * mi, memLimit: 256 * mi}, n: 2,
+		cpu: Change{Action: Grow, Request: 500, Limit: 500, Fast: true,
+			Reason: Reason{Why: WhyThrottled, Value: 100, Limit: 100, Request: 100, Fraction: 0.7, Duration: 2 * time.Second}},
 		memory: Change{Request: 256 * mi, Limit: 256 * mi, Reason: Reason{Why: WhyWarmingUp, Memory: true, Duration: 58 * time.Second}},
 	}, {
 		// At CPUCensoredFraction: censored, x5 (the lab's backlog read 0.91).
