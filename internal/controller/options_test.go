@@ -23,6 +23,9 @@ func TestControllerOptions(t *testing.T) {
 		{"same addresses", []string{"--metrics-addr=127.0.0.1:1", "--health-addr=127.0.0.1:1"}, "must differ"},
 		{"bad lease namespace", []string{"--leader-election-namespace=Kube_System"}, "--leader-election-namespace"},
 		{"no workers", []string{"--workers=0"}, "--workers"},
+		{"checkpoints every 10s", []string{"--checkpoint-interval=10s"}, ""},
+		{"checkpoint interval too short", []string{"--checkpoint-interval=100ms"}, "--checkpoint-interval 100ms: must be 1s to 1h"},
+		{"checkpoint interval too long", []string{"--checkpoint-interval=2h"}, "--checkpoint-interval"},
 		{"missing kubeconfig", []string{"--kubeconfig=/nonexistent/kubeconfig"}, "--kubeconfig"},
 	}
 	for _, tt := range tests {

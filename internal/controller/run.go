@@ -72,6 +72,9 @@ type Options struct {
 	InstallCRDs bool
 	// Workers is how many policies are reconciled at once.
 	Workers int
+	// CheckpointInterval is the least time between two writes of a
+	// policy's checkpoint when only its snapshots changed (Config).
+	CheckpointInterval time.Duration
 	// Admission configures the pod admission webhook, served by every
 	// replica; the leader keeps its certificate (internal/admission).
 	Admission admission.Options
@@ -86,6 +89,7 @@ func NewOptions() *Options {
 		HealthAddr:              "127.0.0.1:9466",
 		Serving:                 httpauth.NewServingOptions(),
 		Workers:                 2,
+		CheckpointInterval:      time.Minute,
 		Admission:               admission.NewOptions(),
 	}
 }
@@ -101,6 +105,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	o.Serving.AddFlags(fs, "/metrics (the health server stays open)")
 	fs.BoolVar(&o.InstallCRDs, "install-crds", o.InstallCRDs, "apply the SnugPolicy CRD and wait until it is established before starting")
 	fs.IntVar(&o.Workers, "workers", o.Workers, "policies reconciled at once")
+	fs.DurationVar(&o.CheckpointInterval, "checkpoint-interval", o.CheckpointInterval, "least time between two writes of a policy's checkpoint ConfigMap when only its snapshots changed (a pod that came or went is written at once); 1s to 1h")
 	o.Admission.AddFlags(fs)
 }
 
@@ -139,6 +144,9 @@ func (o *Options) Validate() error {
 	}
 	if o.Workers < 1 || o.Workers > 64 {
 		errs = append(errs, fmt.Errorf("--workers %d: must be 1 to 64", o.Workers))
+	}
+	if o.CheckpointInterval < time.Second || o.CheckpointInterval > time.Hour {
+		errs = append(errs, fmt.Errorf("--checkpoint-interval %v: must be 1s to 1h", o.CheckpointInterval))
 	}
 	if o.Kubeconfig != "" {
 		if _, err := os.Stat(o.Kubeconfig); err != nil {
@@ -296,7 +304,7 @@ func Run(ctx context.Context, o *Options) error {
 			}
 			go webhook.RunRotator(rctx, secretOwner)
 		}
-		return New(cs, pc, recorder, metrics, Config{Workers: o.Workers, Dynamic: dyn}).Run(ctx)
+		return New(cs, pc, recorder, metrics, Config{Workers: o.Workers, CheckpointInterval: o.CheckpointInterval, Dynamic: dyn}).Run(ctx)
 	}
 	if !o.LeaderElect {
 		return run(ctx)
