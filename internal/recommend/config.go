@@ -93,14 +93,15 @@ type Config struct {
 	// starving run was throttled in at least CPUCensoredFraction of its
 	// periods, or throttled with its whole quota used: usage is then
 	// censored at the limit and says nothing about how far demand is above
-	// it. Default 5: a 4x load step ends in one
-	// resize, with a quarter of room for its bursts within a CFS period.
+	// it. Default 5: a 4x load step ends in one resize, with a quarter of
+	// room for its bursts within a CFS period.
 	CPUCensoredGrowth float64
 	// CPUCensoredFraction is the throttled share that makes a sample
 	// censored. Default 0.8: on the lab a backlogged 400m load under a 100m
-	// limit read 0.91 (a period in which the load's own cycle ends under
-	// the quota counts as unthrottled), while a load near its limit whose
-	// bursts exceed it reads 0.3-0.6.
+	// limit read 0.71-1 (a period in which the load's own cycle ends under
+	// the quota counts as unthrottled; below 0.8 its whole quota used tells
+	// it, censoredUsageFraction), while a load near its limit whose bursts
+	// exceed it reads 0.3-0.6.
 	CPUCensoredFraction float64
 	// CPULightThrottledFraction and CPULightThrottleWindow catch throttling
 	// too light for the fast path: when the exponentially weighted mean of
