@@ -48,9 +48,7 @@ func TestChaos(t *testing.T) {
 	pc := installPolicyCRD(t)
 	// The default half-lives: the controller folds only those into
 	// checkpoints, which the leader case watches being written.
-	// Checkpoints every 10 s, not every minute: the leader case waits for
-	// the new leader's first write.
-	ag := installSnug(t, snugInstall{restartsCounted: true, controllerArgs: []string{"--checkpoint-interval=10s"}})
+	ag := installSnug(t, snugInstall{restartsCounted: true})
 	ns := testNamespace(t, "snug-chaos-")
 	createPolicy(t, pc, ns, "load", v1alpha1.SnugPolicySpec{
 		TargetRef:    deploymentRef("load"),

@@ -24,8 +24,6 @@ import (
 type snugInstall struct {
 	// agentArgs are the agent's extra flags (agent.extraArgs).
 	agentArgs []string
-	// controllerArgs are the controller's extra flags (controller.extraArgs).
-	controllerArgs []string
 	// noController installs the agent alone.
 	noController bool
 	// set holds more --set pairs.
@@ -75,7 +73,7 @@ func installSnug(t *testing.T, o snugInstall) *agentProc {
 	s, err := experiment.InstallSnug(t.Context(), client, experiment.InstallOptions{
 		Helm: helmBin, Chart: chartDir, Kubeconfig: labOpts.Kubeconfig(),
 		Registry: labOpts.Registry(), Tag: tag, Node: labOpts.NodeName,
-		AgentArgs: append([]string{"-v=1"}, o.agentArgs...), ControllerArgs: o.controllerArgs, NoController: o.noController,
+		AgentArgs: append([]string{"-v=1"}, o.agentArgs...), NoController: o.noController,
 		Set:    append([]string{"crds.enabled=false"}, o.set...),
 		LogDir: logDir,
 	})
