@@ -62,6 +62,7 @@ unit: helm
 e2e: build
 	@set -e; for v in $(E2E_VERSIONS); do \
 	  echo "=== e2e on Kubernetes $$v"; \
+	  $(BIN)/snug-lab build --kubernetes-version $$v --v2-node; \
 	  SNUG_KUBERNETES_VERSION=$$v SNUG_BIN=$(BIN) $(GO) test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -v ./test/e2e/ 2>&1 | tee /tmp/snug-e2e-$$v.log; \
 	  test $${PIPESTATUS[0]} -eq 0; \
 	done

@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"runtime"
 	"syscall"
+	"time"
 
 	"github.com/snug-dev/snug/internal/loadgen"
 )
@@ -26,6 +27,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		loadgen.Pause(ctx)
 		return 0
 	}
+	if len(args) > 0 && args[0] == "mirror-cgroups" {
+		return mirrorCgroups(ctx, args[1:], stderr)
+	}
 	fs := flag.NewFlagSet("snug-load", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	o := loadgen.NewOptions()
@@ -38,7 +42,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "snug-load: unexpected arguments %q (the only subcommand is pause)\n", fs.Args())
+		fmt.Fprintf(stderr, "snug-load: unexpected arguments %q (the subcommands are pause and mirror-cgroups)\n", fs.Args())
 		return 2
 	}
 	// Go sizes GOMAXPROCS from the cgroup's CPU limit and follows it; the
@@ -47,6 +51,33 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	runtime.GOMAXPROCS(runtime.NumCPU())
 	if err := loadgen.Run(ctx, o, stdout, stderr); err != nil {
 		fmt.Fprintf(stderr, "snug-load: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// mirrorCgroups is "snug-load mirror-cgroups --to DIR": the lab's
+// cgroup-v2 node runs it to copy its pods' cgroup files into the directory
+// it shares with the host (loadgen.MirrorCgroups).
+func mirrorCgroups(ctx context.Context, args []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("snug-load mirror-cgroups", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	from := fs.String("from", "/sys/fs/cgroup", "the cgroup v2 mount")
+	sub := fs.String("sub", "kubepods.slice", "the subtree below --from to copy (with the root's own files)")
+	to := fs.String("to", "", "where to copy to (required)")
+	interval := fs.Duration("interval", 100*time.Millisecond, "how often to copy")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if *to == "" || fs.NArg() > 0 {
+		fmt.Fprintln(stderr, "snug-load mirror-cgroups: --to is required and there are no arguments")
+		return 2
+	}
+	if err := loadgen.MirrorCgroups(ctx, *from, *sub, *to, *interval); err != nil {
+		fmt.Fprintf(stderr, "snug-load mirror-cgroups: %v\n", err)
 		return 1
 	}
 	return 0

@@ -49,8 +49,9 @@ func (r *DeferredResult) DeleteToCompleted() time.Duration {
 // beside a filler requesting 1400m, on a node sized like the lab's
 // (2000m allocatable); the test pod is resized to 700m, requests and
 // limits together so that it stays Guaranteed and its cgroup quota shows
-// when the resize really happens. Then the filler is deleted. The result
-// is never nil.
+// when the resize really happens. Then the filler is deleted. On an
+// Env.Node of another size the three are the same shares of its
+// allocatable cpu (12.5 %, 70 %, 35 %). The result is never nil.
 func Deferred(ctx context.Context, env Env) (res *DeferredResult, err error) {
 	res = &DeferredResult{FillerCPU: "1400m", FromCPU: "250m", ToCPU: "700m"}
 	s, err := begin(ctx, env, "deferred resize", "snug-deferred-")
@@ -59,6 +60,13 @@ func Deferred(ctx context.Context, env Env) (res *DeferredResult, err error) {
 		return res, err
 	}
 	defer s.end(ctx, &err)
+	if env.Node != "" {
+		n, err := env.Client.CoreV1().Nodes().Get(ctx, env.Node, metav1.GetOptions{})
+		if err != nil {
+			return res, fmt.Errorf("reading node %s: %w", env.Node, err)
+		}
+		res.FromCPU, res.FillerCPU, res.ToCPU = deferredSizes(n.Status.Allocatable.Cpu().MilliValue())
+	}
 
 	w, st, err := s.createRunning(ctx, markerPod("resize-cpu-test", res.FromCPU, "128Mi"))
 	if err != nil {
@@ -224,6 +232,14 @@ func Infeasible(ctx context.Context, env Env) (res *InfeasibleResult, err error)
 	res.After = w.latest()
 	res.Events, err = s.podEvents(ctx, w.name, "Resize"+res.Outcome())
 	return res, err
+}
+
+// deferredSizes are experiment 3's test pod, filler and target cpu for a
+// node with allocatable millicores: the report's 250m, 1400m and 700m of
+// 2000m, in the same shares.
+func deferredSizes(allocatable int64) (from, filler, to string) {
+	m := func(share float64) string { return fmt.Sprintf("%dm", int64(float64(allocatable)*share)) }
+	return m(0.125), m(0.7), m(0.35)
 }
 
 // allocatableCPU is the allocatable cpu of the node the pod runs on.

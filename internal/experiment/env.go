@@ -43,6 +43,12 @@ type Env struct {
 	// set only when the pods' node is this machine. Empty skips the cgroup
 	// readings.
 	CgroupRoot string
+	// Node, if set, is the node every pod of the experiment is placed on
+	// (a nodeSelector on kubernetes.io/hostname), and Tolerations are
+	// added to them (a lab node kept for some tests is tainted). Empty
+	// leaves placement to the scheduler.
+	Node        string
+	Tolerations []corev1.Toleration
 	// Timeout bounds every single wait; zero means DefaultTimeout.
 	Timeout time.Duration
 	// Clock stamps what is observed; nil means the real clock. It is read

@@ -59,6 +59,10 @@ type Cgroups struct {
 	Container, PodLevel CgroupReading
 }
 
+// cgroupAppearWithin is how long readCgroups waits for a container's
+// cgroup to show under CgroupRoot.
+const cgroupAppearWithin = 3 * time.Second
+
 // readCgroups reads the cgroups of the pod's container. It returns nil,
 // nil when the Env has no CgroupRoot (the node is not this machine).
 func (s *session) readCgroups(st PodState) (*Cgroups, error) {
@@ -66,7 +70,15 @@ func (s *session) readCgroups(st PodState) (*Cgroups, error) {
 		return nil, nil
 	}
 	r := cgroup.Reader{Root: s.env.CgroupRoot}
-	cp, err := r.Find(string(st.UID), string(st.QOSClass), st.ContainerID)
+	// A CgroupRoot that is a copy of another machine's tree (the lab's
+	// cgroup-v2 node) shows a new container's cgroup a moment late.
+	var cp cgroup.Path
+	var err error
+	for deadline := time.Now().Add(cgroupAppearWithin); ; time.Sleep(50 * time.Millisecond) {
+		if cp, err = r.Find(string(st.UID), string(st.QOSClass), st.ContainerID); err == nil || time.Now().After(deadline) {
+			break
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("finding the container's cgroup: %w", err)
 	}

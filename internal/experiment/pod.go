@@ -95,7 +95,12 @@ func (s podSpec) build() *corev1.Pod {
 // records that on the timeline. The returned watch follows the pod until
 // stopped.
 func (s *session) createRunning(ctx context.Context, spec podSpec) (*podWatch, PodState, error) {
-	if _, err := s.env.Client.CoreV1().Pods(s.run.Namespace).Create(ctx, spec.build(), metav1.CreateOptions{}); err != nil {
+	pod := spec.build()
+	if s.env.Node != "" {
+		pod.Spec.NodeSelector = map[string]string{corev1.LabelHostname: s.env.Node}
+	}
+	pod.Spec.Tolerations = append(pod.Spec.Tolerations, s.env.Tolerations...)
+	if _, err := s.env.Client.CoreV1().Pods(s.run.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		return nil, PodState{}, fmt.Errorf("creating pod %s: %w", spec.name, err)
 	}
 	w, err := s.watchPod(ctx, spec.name)

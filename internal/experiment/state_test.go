@@ -105,3 +105,18 @@ func TestPodStateChanges(t *testing.T) {
 		})
 	}
 }
+
+func TestDeferredSizes(t *testing.T) {
+	for _, tt := range []struct {
+		alloc            int64
+		from, filler, to string
+	}{
+		{2000, "250m", "1400m", "700m"}, // the field report's, on the lab's node
+		{1000, "125m", "700m", "350m"},  // the cgroup-v2 node (one CPU)
+	} {
+		from, filler, to := deferredSizes(tt.alloc)
+		if from != tt.from || filler != tt.filler || to != tt.to {
+			t.Errorf("deferredSizes(%d) = %s %s %s, want %s %s %s", tt.alloc, from, filler, to, tt.from, tt.filler, tt.to)
+		}
+	}
+}

@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/snug-dev/snug/internal/lab/pki"
 )
@@ -22,11 +25,44 @@ func registryHostsDir(o *Options) string { return o.path("containerd", "certs.d"
 
 func containerdSock(o *Options) string { return o.path("run", "containerd", "containerd.sock") }
 
-// containerdConfig is containerd 1.6's CRI configuration. restrict_oom_score_adj
-// keeps containerd from asking runc for an oom_score_adj below its own: this
-// machine has no CAP_SYS_RESOURCE, and the kubelet's -998/-997 would make
-// runc fail ("can't get final child's PID from pipe: EOF").
-func containerdConfig(o *Options) string {
+// nodeRuntime is what differs between the lab's nodes in the files that
+// containerd, the CNI plugins, the kubelet and kube-proxy read: paths,
+// addresses, the cgroup driver and the node's identity.
+type nodeRuntime struct {
+	name, ip, podCIDR string
+	// systemd selects the systemd cgroup driver (the cgroup-v2 node) over
+	// cgroupfs (the first node: this machine has no systemd).
+	systemd bool
+	// restrictOOMScoreAdj: see containerdConfig.
+	restrictOOMScoreAdj                                            bool
+	containerdRoot, containerdState, containerdSock, containerdOpt string
+	cniConfDir, ipamDir, registryHostsDir, podLogsDir              string
+	kubeletCert, kubeletKey, caCert, kubeProxyKubeconfig           string
+	// taints are registerWithTaints, as key=value:Effect.
+	taints []corev1.Taint
+}
+
+// hostRuntime is the first node's: processes on this machine, in the lab's
+// network namespace, with their state under the lab directory.
+func hostRuntime(o *Options, p *pki.Set) nodeRuntime {
+	return nodeRuntime{
+		name: o.NodeName, ip: o.NodeIP, podCIDR: o.PodCIDR, restrictOOMScoreAdj: true,
+		containerdRoot: o.path("containerd", "root"), containerdState: o.path("run", "containerd", "state"),
+		containerdSock: containerdSock(o), containerdOpt: o.path("containerd", "opt"),
+		cniConfDir: o.path("cni", "net.d"), ipamDir: o.path("cni", "ipam"),
+		registryHostsDir: registryHostsDir(o), podLogsDir: o.path("pod-logs"),
+		kubeletCert: p.KubeletCert, kubeletKey: p.KubeletKey, caCert: p.CACert,
+		kubeProxyKubeconfig: p.KubeProxyKubeconfig,
+	}
+}
+
+// containerdConfig is containerd 1.6's CRI configuration. On the first node
+// restrict_oom_score_adj keeps containerd from asking runc for an
+// oom_score_adj below its own: this machine has no CAP_SYS_RESOURCE, and
+// the kubelet's -998/-997 would make runc fail ("can't get final child's
+// PID from pipe: EOF"). The cgroup-v2 node is a kernel of its own, where
+// root has every capability.
+func containerdConfig(r nodeRuntime) string {
 	return fmt.Sprintf(`version = 2
 root = %q
 state = %q
@@ -43,7 +79,7 @@ oom_score = 0
 
 [plugins."io.containerd.grpc.v1.cri"]
   sandbox_image = %q
-  restrict_oom_score_adj = true
+  restrict_oom_score_adj = %t
   disable_apparmor = true
   enable_selinux = false
   [plugins."io.containerd.grpc.v1.cri".containerd]
@@ -53,15 +89,15 @@ oom_score = 0
       runtime_type = "io.containerd.runc.v2"
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
         BinaryName = "/usr/sbin/runc"
-        SystemdCgroup = false
+        SystemdCgroup = %t
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "/usr/lib/cni"
     conf_dir = %q
   [plugins."io.containerd.grpc.v1.cri".registry]
     config_path = %q
-`, o.path("containerd", "root"), o.path("run", "containerd", "state"), containerdSock(o),
-		containerdSock(o)+".ttrpc", o.path("containerd", "opt"), sandboxImage, o.path("cni", "net.d"),
-		registryHostsDir(o))
+`, r.containerdRoot, r.containerdState, r.containerdSock,
+		r.containerdSock+".ttrpc", r.containerdOpt, sandboxImage, r.restrictOOMScoreAdj, r.systemd,
+		r.cniConfDir, r.registryHostsDir)
 }
 
 // registryHosts is containerd's hosts.toml for the lab's registry: plain
@@ -107,7 +143,7 @@ health:
 // the zero timeouts leave the conntrack sysctls alone: nf_conntrack_max is
 // read-only outside the initial namespace, and the others need not change.
 // localhostNodePorts false keeps it from setting route_localnet.
-func kubeProxyConfig(o *Options, p *pki.Set) string {
+func kubeProxyConfig(r nodeRuntime) string {
 	return fmt.Sprintf(`apiVersion: kubeproxy.config.k8s.io/v1alpha1
 kind: KubeProxyConfiguration
 clientConnection:
@@ -128,11 +164,12 @@ conntrack:
   min: 0
   tcpEstablishedTimeout: 0s
   tcpCloseWaitTimeout: 0s
-`, p.KubeProxyKubeconfig, o.NodeName, o.PodCIDR, o.NodeIP, o.NodeIP, o.NodeIP, o.NodeIP)
+`, r.kubeProxyKubeconfig, r.name, r.podCIDR, r.ip, r.ip, r.ip, r.ip)
 }
 
-// cniConfig is a bridge network for pods, living inside the lab namespace.
-func cniConfig(o *Options) string {
+// cniConfig is a bridge network for the node's pods (on the first node it
+// lives inside the lab namespace).
+func cniConfig(r nodeRuntime) string {
 	return fmt.Sprintf(`{
   "cniVersion": "0.4.0",
   "name": "snug-lab",
@@ -152,16 +189,29 @@ func cniConfig(o *Options) string {
     }
   ]
 }
-`, o.path("cni", "ipam"), o.PodCIDR)
+`, r.ipamDir, r.podCIDR)
 }
 
-// kubeletConfig is the KubeletConfiguration. cgroupfs driver (there is no
-// systemd), failCgroupV1 false (this machine's cgroups are hybrid, v1 for
-// cpu and memory), and no reserved resources so allocatable is the machine.
-func kubeletConfig(o *Options, p *pki.Set) string {
+// kubeletConfig is the KubeletConfiguration. The first node runs the
+// cgroupfs driver (there is no systemd) with failCgroupV1 false (this
+// machine's cgroups are hybrid, v1 for cpu and memory); the second the
+// systemd driver on unified cgroup v2. No reserved resources, so
+// allocatable is the machine.
+func kubeletConfig(r nodeRuntime) string {
+	driver := "cgroupfs"
+	if r.systemd {
+		driver = "systemd"
+	}
+	var taints strings.Builder
+	if len(r.taints) > 0 {
+		taints.WriteString("registerWithTaints:\n")
+		for _, t := range r.taints {
+			fmt.Fprintf(&taints, "- key: %s\n  value: %q\n  effect: %s\n", t.Key, t.Value, t.Effect)
+		}
+	}
 	return fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
-cgroupDriver: cgroupfs
+cgroupDriver: %s
 failCgroupV1: false
 failSwapOn: false
 containerRuntimeEndpoint: unix://%s
@@ -195,17 +245,18 @@ evictionHard:
   nodefs.available: "1%%"
   imagefs.available: "1%%"
 nodeStatusUpdateFrequency: 4s
-`, containerdSock(o), containerdSock(o), o.path("pod-logs"), o.NodeIP, o.NodeIP,
-		p.KubeletCert, p.KubeletKey, p.CACert)
+%s`, driver, r.containerdSock, r.containerdSock, r.podLogsDir, r.ip, r.ip,
+		r.kubeletCert, r.kubeletKey, r.caCert, taints.String())
 }
 
 // writeConfigs writes every generated config file of the lab.
 func writeConfigs(o *Options, p *pki.Set) error {
+	r := hostRuntime(o, p)
 	files := map[string]string{
-		o.path("containerd", "config.toml"):                            containerdConfig(o),
-		o.path("cni", "net.d", "10-snug-lab.conflist"):                 cniConfig(o),
-		o.path("kubelet", "config.yaml"):                               kubeletConfig(o, p),
-		o.path("kube-proxy", "config.yaml"):                            kubeProxyConfig(o, p),
+		o.path("containerd", "config.toml"):                            containerdConfig(r),
+		o.path("cni", "net.d", "10-snug-lab.conflist"):                 cniConfig(r),
+		o.path("kubelet", "config.yaml"):                               kubeletConfig(r),
+		o.path("kube-proxy", "config.yaml"):                            kubeProxyConfig(r),
 		o.path("registry", "config.yml"):                               registryConfig(o),
 		filepath.Join(registryHostsDir(o), o.Registry(), "hosts.toml"): registryHosts(o),
 	}

@@ -34,6 +34,8 @@ func Down(ctx context.Context, o *Options, log io.Writer) error {
 	for _, n := range addOns(o) {
 		errs = append(errs, StopProcess(o, n, 10*time.Second))
 	}
+	// The cgroup-v2 node while the API server answers (its Node and pods go).
+	errs = append(errs, RemoveV2Node(ctx, o, log))
 	// Controllers first, so nothing recreates the pods deleted next.
 	for _, n := range []string{"kube-controller-manager", "kube-scheduler", "kube-proxy"} {
 		if p, ok := readProc(o, n); ok {

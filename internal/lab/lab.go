@@ -138,6 +138,11 @@ func Up(ctx context.Context, o *Options, log io.Writer) (err error) {
 		return err
 	}
 	fmt.Fprintf(log, "lab up: Kubernetes v%s, node %s (%s) Ready in %.1fs\n", o.KubernetesVersion, o.NodeName, o.NodeIP, time.Since(start).Seconds())
+	if o.WithV2Node {
+		if err := AddV2Node(ctx, o, log); err != nil {
+			return err
+		}
+	}
 	fmt.Fprintf(log, "  export KUBECONFIG=%s PATH=%s:$PATH\n", o.Kubeconfig(), o.BinDir())
 	return nil
 }
@@ -313,6 +318,9 @@ func Status(ctx context.Context, o *Options) []Health {
 		default:
 			h.Healthy, h.Detail = probe(urls[n])
 		}
+		out = append(out, h)
+	}
+	if h, ok := v2Health(ctx, o); ok {
 		out = append(out, h)
 	}
 	return out

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/snug-dev/snug/internal/lab/pki"
 )
 
 func TestOptionsValidate(t *testing.T) {
@@ -92,7 +94,7 @@ func TestUnescapeMount(t *testing.T) {
 func TestConfigsNameTheLabsPaths(t *testing.T) {
 	o := NewOptions()
 	o.Dir = "/tmp/lab-x"
-	cfg := containerdConfig(o)
+	cfg := containerdConfig(hostRuntime(o, &pki.Set{}))
 	for _, want := range []string{
 		`root = "/tmp/lab-x/containerd/root"`,
 		`address = "/tmp/lab-x/run/containerd/containerd.sock"`,
@@ -105,7 +107,7 @@ func TestConfigsNameTheLabsPaths(t *testing.T) {
 			t.Errorf("containerd config lacks %q:\n%s", want, cfg)
 		}
 	}
-	if cni := cniConfig(o); !strings.Contains(cni, `"subnet": "10.214.0.0/24"`) {
+	if cni := cniConfig(hostRuntime(o, &pki.Set{})); !strings.Contains(cni, `"subnet": "10.214.0.0/24"`) {
 		t.Errorf("CNI config lacks the pod subnet:\n%s", cni)
 	}
 }

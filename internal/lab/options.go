@@ -46,6 +46,10 @@ type Options struct {
 	ReadyTimeout time.Duration
 	// InstallPackages lets up run apt-get for missing Debian packages.
 	InstallPackages bool
+	// WithV2Node makes up start the cgroup-v2 node as well (node2.go).
+	WithV2Node bool
+	// V2 configures that node.
+	V2 V2Node
 }
 
 // NewOptions returns the defaults.
@@ -70,6 +74,7 @@ func NewOptions() *Options {
 		NodeName:          "snug-lab",
 		ReadyTimeout:      3 * time.Minute,
 		InstallPackages:   true,
+		V2:                defaultV2Node(),
 	}
 }
 
@@ -81,6 +86,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.LoadBinary, "load-binary", o.LoadBinary, "static snug-load binary for the lab image (default: snug-load next to this binary)")
 	fs.DurationVar(&o.ReadyTimeout, "ready-timeout", o.ReadyTimeout, "how long to wait for the node to become Ready")
 	fs.BoolVar(&o.InstallPackages, "install-packages", o.InstallPackages, "install missing Debian packages with apt-get")
+	fs.BoolVar(&o.WithV2Node, "v2-node", o.WithV2Node, "also run a second node with unified cgroup v2 and the systemd cgroup driver (a User-Mode Linux guest; up, build, demo)")
+	fs.IntVar(&o.V2.MemoryMiB, "v2-node-memory", o.V2.MemoryMiB, "memory of the cgroup-v2 node, MiB")
 }
 
 var (
@@ -117,6 +124,9 @@ func (o *Options) Validate() error {
 	}
 	if o.ReadyTimeout <= 0 {
 		errs = append(errs, errors.New("--ready-timeout must be positive"))
+	}
+	if err := o.V2.validate(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

@@ -34,9 +34,9 @@ var requirements = []requirement{
 }
 
 // missingPackages returns the Debian packages whose files are absent.
-func missingPackages() []string {
+func missingPackages(reqs []requirement) []string {
 	seen := map[string]bool{}
-	for _, r := range requirements {
+	for _, r := range reqs {
 		if _, err := os.Stat(r.path); err != nil {
 			seen[r.pkg] = true
 		}
@@ -52,7 +52,12 @@ func missingPackages() []string {
 // EnsurePackages installs the Debian packages the lab needs, if any is
 // missing. With install false it only reports what is missing.
 func EnsurePackages(ctx context.Context, install bool, log io.Writer) error {
-	missing := missingPackages()
+	return ensureRequirements(ctx, requirements, install, log)
+}
+
+// ensureRequirements installs the packages of reqs whose files are absent.
+func ensureRequirements(ctx context.Context, reqs []requirement, install bool, log io.Writer) error {
+	missing := missingPackages(reqs)
 	if len(missing) == 0 {
 		return nil
 	}
@@ -71,7 +76,7 @@ func EnsurePackages(ctx context.Context, install bool, log io.Writer) error {
 			return fmt.Errorf("apt-get %s: %w\n%s", args[0], err, lastLines(string(out), 10))
 		}
 	}
-	if still := missingPackages(); len(still) > 0 {
+	if still := missingPackages(reqs); len(still) > 0 {
 		return fmt.Errorf("still missing after apt-get install: %s", strings.Join(still, ", "))
 	}
 	return nil

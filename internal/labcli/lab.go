@@ -29,6 +29,9 @@ func newLabCommands(stdout, stderr io.Writer) []*cobra.Command {
 			start := time.Now()
 			err := lab.Up(cmd.Context(), opts, stdout)
 			if errors.Is(err, lab.ErrAlreadyUp) {
+				if opts.WithV2Node && !lab.V2Running(opts) {
+					return lab.AddV2Node(cmd.Context(), opts, stdout)
+				}
 				fmt.Fprintf(stdout, "the lab is already up; nothing changed\n  export KUBECONFIG=%s\n", opts.Kubeconfig())
 				return nil
 			}
@@ -126,17 +129,46 @@ func newLabCommands(stdout, stderr io.Writer) []*cobra.Command {
 	}
 	build := &cobra.Command{
 		Use:   "build",
-		Short: "Build (or find cached) the Kubernetes binaries of --kubernetes-version",
+		Short: "Build (or find cached) the Kubernetes binaries of --kubernetes-version (with --v2-node also the cgroup-v2 node's kernel and root filesystem)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := lab.EnsureBinaries(cmd.Context(), opts, stdout); err != nil {
 				return err
 			}
 			fmt.Fprintln(stdout, opts.BinDir())
+			if opts.WithV2Node {
+				if err := lab.EnsureV2Node(cmd.Context(), opts, stdout); err != nil {
+					return err
+				}
+				fmt.Fprintf(stdout, "%s\n%s\n", opts.KernelPath(), opts.RootfsPath())
+			}
 			return nil
 		},
 	}
-	cmds := []*cobra.Command{up, down, status, kubeconfig, env, kubectl, build}
+	v2 := &cobra.Command{
+		Use:   "v2-node",
+		Short: "Add the cgroup-v2 node (User-Mode Linux, systemd cgroup driver) to the running lab, or remove it",
+	}
+	v2.AddCommand(&cobra.Command{
+		Use:   "add",
+		Short: "Start the cgroup-v2 node and join it to the running lab; waits until it is Ready",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return lab.AddV2Node(cmd.Context(), opts, stdout)
+		},
+	}, &cobra.Command{
+		Use:   "remove",
+		Short: "Delete the cgroup-v2 node and its pods, stop its guest and remove its network",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := lab.RemoveV2Node(cmd.Context(), opts, stdout); err != nil {
+				return err
+			}
+			fmt.Fprintln(stdout, "cgroup-v2 node removed")
+			return nil
+		},
+	})
+	cmds := []*cobra.Command{up, down, status, kubeconfig, env, kubectl, build, v2}
 	for _, c := range cmds {
 		opts.AddFlags(c.PersistentFlags())
 		c.PersistentPreRunE = func(*cobra.Command, []string) error { return opts.Validate() }

@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/snug-dev/snug/internal/experiment"
 )
@@ -94,8 +96,11 @@ func cond(t *testing.T, st experiment.PodState, typ corev1.PodConditionType) exp
 }
 
 // Experiment 1: CPU 250m -> 500m with resizePolicy NotRequired, no restart.
-func TestFieldReportCPUResize(t *testing.T) {
-	res, err := experiment.CPUResize(context.Background(), newEnv(t))
+func TestFieldReportCPUResize(t *testing.T) { fieldReportCPUResize(t, newEnv(t)) }
+
+// fieldReportCPUResize runs experiment 1 on env's node and checks it.
+func fieldReportCPUResize(t *testing.T, env experiment.Env) {
+	res, err := experiment.CPUResize(context.Background(), env)
 	finish(t, res.Run, err)
 
 	check(t, "restart count", res.After.RestartCount, int32(0))
@@ -124,8 +129,10 @@ func TestFieldReportCPUResize(t *testing.T) {
 }
 
 // Experiment 2: memory 128Mi -> 256Mi with resizePolicy RestartContainer.
-func TestFieldReportMemoryRestart(t *testing.T) {
-	res, err := experiment.MemoryRestart(context.Background(), newEnv(t))
+func TestFieldReportMemoryRestart(t *testing.T) { fieldReportMemoryRestart(t, newEnv(t)) }
+
+func fieldReportMemoryRestart(t *testing.T, env experiment.Env) {
+	res, err := experiment.MemoryRestart(context.Background(), env)
 	finish(t, res.Run, err)
 
 	check(t, "restart count", res.After.RestartCount, res.Before.RestartCount+1)
@@ -150,30 +157,36 @@ func TestFieldReportMemoryRestart(t *testing.T) {
 
 // Experiment 3: a resize that does not fit beside a filler is Deferred and
 // completes by itself once the filler is deleted.
-func TestFieldReportDeferred(t *testing.T) {
-	res, err := experiment.Deferred(context.Background(), newEnv(t))
+func TestFieldReportDeferred(t *testing.T) { fieldReportDeferred(t, newEnv(t), "2") }
+
+// fieldReportDeferred runs experiment 3 on env's node, whose allocatable
+// cpu is allocatable ("2": the report's sizes; else the same shares).
+func fieldReportDeferred(t *testing.T, env experiment.Env, allocatable string) {
+	res, err := experiment.Deferred(context.Background(), env)
 	finish(t, res.Run, err)
 
-	check(t, "node allocatable cpu", res.NodeAllocatableCPU, "2")
+	check(t, "node allocatable cpu", res.NodeAllocatableCPU, allocatable)
+	milli := func(s string) int64 { q := resource.MustParse(s); return q.MilliValue() }
 	c := cond(t, res.Deferred, corev1.PodResizePending)
 	check(t, "PodResizePending reason", c.Reason, "Deferred")
-	check(t, "PodResizePending message", c.Message, "Node didn't have enough resource: cpu, requested: 700, used: 1400, capacity: 2000")
-	check(t, "desired while deferred", res.Held.Desired.CPU(), "700m/700m")
-	check(t, "actual while deferred", res.Held.Actual.CPU(), "250m/250m")
-	check(t, "actual once completed", res.Completed.Actual.String(), "cpu 700m/700m mem 128Mi/128Mi")
+	check(t, "PodResizePending message", c.Message, fmt.Sprintf("Node didn't have enough resource: cpu, requested: %d, used: %d, capacity: %d",
+		milli(res.ToCPU), milli(res.FillerCPU), milli(allocatable)))
+	check(t, "desired while deferred", res.Held.Desired.CPU(), res.ToCPU+"/"+res.ToCPU)
+	check(t, "actual while deferred", res.Held.Actual.CPU(), res.FromCPU+"/"+res.FromCPU)
+	check(t, "actual once completed", res.Completed.Actual.String(), "cpu "+res.ToCPU+"/"+res.ToCPU+" mem 128Mi/128Mi")
 	check(t, "resize conditions once completed", res.Completed.ConditionsString(), "-")
 	check(t, "restart count", res.Completed.RestartCount, int32(0))
 	check(t, "container ID", res.Completed.ContainerID, res.Before.ContainerID)
 	if res.CgroupsBefore == nil || res.CgroupsAfter == nil {
 		t.Fatal("no cgroup readings")
 	}
-	check(t, "cpu quota before", res.CgroupsBefore.Container.CPUQuotaMicros, int64(25000))
-	check(t, "cpu quota after", res.CgroupsAfter.Container.CPUQuotaMicros, int64(70000))
+	check(t, "cpu quota before", res.CgroupsBefore.Container.CPUQuotaMicros, milli(res.FromCPU)*100)
+	check(t, "cpu quota after", res.CgroupsAfter.Container.CPUQuotaMicros, milli(res.ToCPU)*100)
 	checkEvents(t, res.Events, "ResizeDeferred", "ResizeCompleted")
 
-	t.Logf("patch->Deferred %.2fs; filler deleted->resize completed %.2fs (filler object gone after %.2fs); cpu quota 25000 -> %d",
+	t.Logf("patch->Deferred %.2fs; filler deleted->resize completed %.2fs (filler object gone after %.2fs); cpu quota %d -> %d",
 		res.PatchToDeferred().Seconds(), res.DeleteToCompleted().Seconds(),
-		res.FillerGone.Sub(res.FillerDeleted).Seconds(), res.CgroupsAfter.Container.CPUQuotaMicros)
+		res.FillerGone.Sub(res.FillerDeleted).Seconds(), res.CgroupsBefore.Container.CPUQuotaMicros, res.CgroupsAfter.Container.CPUQuotaMicros)
 }
 
 // Experiment 4: a resize above node allocatable. The kubelet says
@@ -236,8 +249,10 @@ func TestFieldReportQoSChange(t *testing.T) {
 // Experiment 6: lowering a memory limit below what the container uses is
 // not applied (best effort: the kubelet checks usage first); above usage
 // it applies. No OOM kill either way.
-func TestFieldReportMemoryDecrease(t *testing.T) {
-	res, err := experiment.MemoryDecrease(context.Background(), newEnv(t))
+func TestFieldReportMemoryDecrease(t *testing.T) { fieldReportMemoryDecrease(t, newEnv(t)) }
+
+func fieldReportMemoryDecrease(t *testing.T, env experiment.Env) {
+	res, err := experiment.MemoryDecrease(context.Background(), env)
 	finish(t, res.Run, err)
 
 	if res.UsageBytes < 100<<20 || res.KubeletUsage.ContainerBytes < 100<<20 {
