@@ -18,6 +18,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/snug-dev/snug/internal/lab/pki"
@@ -266,7 +267,7 @@ func umlArgv(o *Options) []string {
 		"umid="+o.V2.Name, "uml_dir="+o.v2Path("uml"),
 		"init=/lib/systemd/systemd",
 		"snug.share="+o.v2Share(),
-		"systemd.show_status=false",
+		"systemd.show_status=false", "printk.time=1",
 	)
 }
 
@@ -326,7 +327,7 @@ func AddV2Node(ctx context.Context, o *Options, log io.Writer) (err error) {
 		return err
 	}
 	fmt.Fprintf(log, "starting the cgroup-v2 node %s (User-Mode Linux, %d MiB)\n", o.V2.Name, o.V2.MemoryMiB)
-	if _, err := startProc(o, v2Component, umlArgv(o)); err != nil {
+	if err := bootV2Guest(ctx, o, log); err != nil {
 		return err
 	}
 	client, err := o.Client()
@@ -347,6 +348,56 @@ func AddV2Node(ctx context.Context, o *Options, log io.Writer) (err error) {
 	}
 	fmt.Fprintf(log, "node %s (%s, %s) Ready in %.1fs\n", o.V2.Name, o.V2.IP, V2CgroupMode(o), time.Since(start).Seconds())
 	return nil
+}
+
+// A guest whose boot script has not begun v2BootStall after its start is
+// killed and booted again, v2BootAttempts times in all. It normally
+// begins after about 6 s; about one boot in five here stopped for good in
+// the kernel's early start (the console's last line was the tap's
+// backend), which a new boot does not repeat.
+const (
+	v2BootStall    = 60 * time.Second
+	v2BootAttempts = 3
+)
+
+// bootV2Guest starts the guest and waits until its boot script runs.
+func bootV2Guest(ctx context.Context, o *Options, log io.Writer) error {
+	marks := o.v2Share("state", "boot.log")
+	for attempt := 1; ; attempt++ {
+		for _, p := range []string{o.v2Path("disk.cow"), o.v2Path("uml"), marks} {
+			if err := os.RemoveAll(p); err != nil {
+				return err
+			}
+		}
+		start := time.Now()
+		g, err := startProc(o, v2Component, umlArgv(o))
+		if err != nil {
+			return err
+		}
+		err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, v2BootStall, true, func(context.Context) (bool, error) {
+			if !g.alive() {
+				return false, fmt.Errorf("the cgroup-v2 node's kernel exited; last lines of %s:\n%s", logFile(o, v2Component), Tail(logFile(o, v2Component), 15))
+			}
+			_, err := os.Stat(marks)
+			return err == nil, nil
+		})
+		if err == nil {
+			fmt.Fprintf(log, "  the guest's boot script began %.1fs after its start\n", time.Since(start).Seconds())
+			return nil
+		}
+		if !wait.Interrupted(err) {
+			return err
+		}
+		last := strings.TrimSpace(Tail(logFile(o, v2Component), 1))
+		if kerr := killSession(g); kerr != nil {
+			return kerr
+		}
+		if attempt == v2BootAttempts {
+			return fmt.Errorf("the cgroup-v2 node's boot stalled %d times (no boot script %s after the start; console: %s)", attempt, v2BootStall, logFile(o, v2Component))
+		}
+		fmt.Fprintf(log, "  the guest's boot stalled (no boot script %s after its start; the console's last line: %q); booting it again (%d of %d)\n",
+			v2BootStall, last, attempt+1, v2BootAttempts)
+	}
 }
 
 // removeV2Files clears what a previous start left (the copy-on-write disk,

@@ -25,19 +25,25 @@ import (
 
 	"github.com/snug-dev/snug/internal/agent"
 	"github.com/snug-dev/snug/internal/experiment"
+	"github.com/snug-dev/snug/internal/lab"
 )
 
 // TestAgent runs the real `snug-agent` binary as a host process against the
 // lab and holds what its JSON API says to what snug-load pods do: a CPU
 // level, throttling after a load step, a memory level, an OOM kill, and a
 // deleted pod leaving the API and /metrics.
-func TestAgent(t *testing.T) {
+func TestAgent(t *testing.T) { agentSuite(t, labOpts.NodeName) }
+
+// agentSuite is TestAgent on node: the agent there, and the load pods.
+// On the cgroup-v2 node the agent must also read PSI.
+func agentSuite(t *testing.T, node string) {
 	ctx := context.Background()
-	ag := installSnug(t, snugInstall{noController: true})
+	ag := installSnug(t, snugInstall{noController: true, node: node})
 	ns := testNamespace(t, "snug-agent-")
+	v2 := node == labOpts.V2.Name
 
 	t.Run("cpu 300m", func(t *testing.T) {
-		p := createLoadPod(t, ns, loadPod{name: "load-cpu", cpuRequest: "100m", memRequest: "32Mi", args: []string{"--cpu=300m"}})
+		p := createLoadPod(t, ns, loadPod{name: "load-cpu", node: node, cpuRequest: "100m", memRequest: "32Mi", args: []string{"--cpu=300m"}})
 		running := time.Now()
 		// Skip the start-up second, then average five samples.
 		pts := ag.waitPoints(t, ns, p, "app", func(ps []agent.PointJSON) bool {
@@ -54,6 +60,13 @@ func TestAgent(t *testing.T) {
 		if math.Abs(avg-300) > 30 {
 			t.Errorf("average cpu %.1fm, want 300m within 10%%", avg)
 		}
+		if last := rate[len(rate)-1]; v2 {
+			if last.Pressure == nil {
+				t.Error("no PSI in the agent's sample on the cgroup-v2 node")
+			} else {
+				t.Logf("PSI of the last sample: cpu some avg10 %.2f%%, memory some avg10 %.2f%%", last.Pressure.CPU.SomeAvg10Percent, last.Pressure.Memory.SomeAvg10Percent)
+			}
+		}
 		if m := ag.metrics(t); !strings.Contains(m, `snug_agent_container_cpu_usage_cores{container="app",namespace="`+ns+`",pod="load-cpu"}`) {
 			t.Errorf("/metrics has no cpu series for load-cpu")
 		}
@@ -67,7 +80,7 @@ func TestAgent(t *testing.T) {
 	})
 
 	t.Run("throttled within two samples", func(t *testing.T) {
-		p := createLoadPod(t, ns, loadPod{name: "load-throttle", cpuRequest: "200m", cpuLimit: "200m", memRequest: "64Mi", memLimit: "64Mi"})
+		p := createLoadPod(t, ns, loadPod{name: "load-throttle", node: node, cpuRequest: "200m", cpuLimit: "200m", memRequest: "64Mi", memLimit: "64Mi"})
 		ag.waitPoints(t, ns, p, "app", func(ps []agent.PointJSON) bool { return len(ratePointsAfter(ps, time.Time{})) >= 2 })
 		step := writeLoad(t, p, "cpu=400m")
 		pts := ag.waitPoints(t, ns, p, "app", func(ps []agent.PointJSON) bool { return len(ratePointsAfter(ps, step)) >= 3 })
@@ -86,11 +99,16 @@ func TestAgent(t *testing.T) {
 	})
 
 	t.Run("working set 100Mi", func(t *testing.T) {
-		p := createLoadPod(t, ns, loadPod{name: "load-mem", cpuRequest: "100m", memRequest: "256Mi", memLimit: "256Mi"})
+		p := createLoadPod(t, ns, loadPod{name: "load-mem", node: node, cpuRequest: "100m", memRequest: "256Mi", memLimit: "256Mi"})
 		pts := ag.waitPoints(t, ns, p, "app", func(ps []agent.PointJSON) bool { return len(ps) >= 2 })
 		idle := pts[len(pts)-1].MemoryWorkingSetBytes
 		step := writeLoad(t, p, "memory=100Mi")
-		pts = ag.waitPoints(t, ns, p, "app", func(ps []agent.PointJSON) bool { return len(ratePointsAfter(ps, step)) >= 3 })
+		pts = ag.waitPoints(t, ns, p, "app", func(ps []agent.PointJSON) bool {
+			after := ratePointsAfter(ps, step)
+			// In the guest every page fault is a trap to the host: touching
+			// 100Mi takes seconds, so wait for it there.
+			return len(after) >= 3 && (!v2 || after[len(after)-1].MemoryWorkingSetBytes >= 95<<20)
+		})
 		last := pts[len(pts)-1]
 		ws, held := float64(last.MemoryWorkingSetBytes), float64(100<<20)
 		t.Logf("working set idle %.1f MiB, holding 100Mi %.1f MiB (usage %.1f MiB, limit %.0f MiB, headroom %.1f MiB)",
@@ -107,12 +125,36 @@ func TestAgent(t *testing.T) {
 	t.Run("oom kill", func(t *testing.T) {
 		// snug-load runs under a shell, so the container outlives the kill.
 		p := createLoadPod(t, ns, loadPod{
-			name: "load-oom", cpuRequest: "100m", memRequest: "64Mi", memLimit: "64Mi",
+			name: "load-oom", node: node, cpuRequest: "100m", memRequest: "64Mi", memLimit: "64Mi",
 			command: []string{"sh", "-c", `trap 'exit 0' TERM; /snug-load --listen= & sleep 3600 & wait`},
 		})
 		pts := ag.waitPoints(t, ns, p, "app", func(ps []agent.PointJSON) bool { return len(ratePointsAfter(ps, time.Time{})) >= 1 })
 		before := pts[len(pts)-1].OOMKills
 		step := writeLoad(t, p, "memory=128Mi")
+		if v2 {
+			// On cgroup v2 the kubelet sets memory.oom.group (its default
+			// singleProcessOOMKill false): the kernel kills every process
+			// of the container, the shell too, and the container ends
+			// OOMKilled before the agent's next pass can see its cgroup.
+			var term *corev1.ContainerStateTerminated
+			waitFor(t, "load-oom's container to be OOMKilled", time.Minute, func() (bool, error) {
+				pod, err := client.CoreV1().Pods(ns).Get(ctx, p, metav1.GetOptions{})
+				if err != nil || len(pod.Status.ContainerStatuses) == 0 {
+					return false, err
+				}
+				term = pod.Status.ContainerStatuses[0].State.Terminated
+				return term != nil, nil
+			})
+			// containerd 1.6 in the guest reports the group kill as
+			// reason Error with SIGKILL's 137, not always OOMKilled.
+			if term.Reason != "OOMKilled" && term.ExitCode != 137 {
+				t.Errorf("container ended %s (exit code %d), want OOMKilled or SIGKILL's 137", term.Reason, term.ExitCode)
+			}
+			t.Logf("the whole container was killed %s after the step (reason %s, exit code %d): memory.oom.group on cgroup v2",
+				term.FinishedAt.Sub(step).Round(time.Second), term.Reason, term.ExitCode)
+			deletePod(t, ns, p)
+			return
+		}
 		pts = ag.waitPoints(t, ns, p, "app", func(ps []agent.PointJSON) bool {
 			for _, pt := range ratePointsAfter(ps, step) {
 				if *pt.OOMKillsDelta > 0 {
@@ -209,6 +251,9 @@ func (a *agentProc) waitPoints(t *testing.T, ns, pod, container string, cond fun
 func (a *agentProc) logCost(t *testing.T) {
 	t.Helper()
 	pid := a.pid
+	if pid == 0 {
+		return // an agent in the cgroup-v2 node's guest
+	}
 	cpu := float64(cpuTicks(t, pid)-a.startTicks) / 100 // USER_HZ
 	wall := time.Since(a.started).Seconds()
 	status, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
@@ -241,7 +286,10 @@ func cpuTicks(t *testing.T, pid int) uint64 {
 
 // loadPod is a snug-load pod whose targets follow LoadDir/<name>.
 type loadPod struct {
-	name                                       string
+	name string
+	// node, if set, is where the pod runs (the cgroup-v2 node's taint is
+	// tolerated).
+	node                                       string
 	labels                                     map[string]string
 	cpuRequest, cpuLimit, memRequest, memLimit string
 	args, command                              []string
@@ -281,6 +329,11 @@ func createLoadPod(t *testing.T, ns string, lp loadPod) string {
 	}
 	if lp.command != nil {
 		pod.Spec.Containers[0].Args = nil
+	}
+	if lp.node != "" {
+		pod.Spec.NodeSelector = map[string]string{corev1.LabelHostname: lp.node}
+		taint := lab.V2Taint()
+		pod.Spec.Tolerations = []corev1.Toleration{{Key: taint.Key, Operator: corev1.TolerationOpExists, Effect: taint.Effect}}
 	}
 	if _, err := client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("creating pod %s: %v", lp.name, err)

@@ -106,6 +106,7 @@ func TestV2Node(t *testing.T) {
 			n.Name, mode, cost.CPUPercent, cost.PSSBytes>>20, cost.Processes)
 	})
 	t.Run("CPUResize", func(t *testing.T) { fieldReportCPUResize(t, v2Env(t)) })
+	t.Run("Agent", func(t *testing.T) { agentSuite(t, labOpts.V2.Name) })
 	t.Run("MemoryRestart", func(t *testing.T) { fieldReportMemoryRestart(t, v2Env(t)) })
 	t.Run("Deferred", func(t *testing.T) { fieldReportDeferred(t, v2Env(t), "1") })
 	t.Run("MemoryDecrease", func(t *testing.T) { fieldReportMemoryDecrease(t, v2Env(t)) })
