@@ -29,6 +29,10 @@ type LoadDeployment struct {
 	LoadDir string
 	// Labels are added to app=Name on the pods.
 	Labels map[string]string
+	// Node, if set, keeps the pods on that node (a nodeSelector on
+	// kubernetes.io/hostname); Tolerations are the pods'.
+	Node        string
+	Tolerations []corev1.Toleration
 }
 
 // Build returns the Deployment.
@@ -58,6 +62,8 @@ func (d LoadDeployment) Build() *appsv1.Deployment {
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
 				Spec: corev1.PodSpec{
+					NodeSelector:                  nodeSelector(d.Node),
+					Tolerations:                   d.Tolerations,
 					TerminationGracePeriodSeconds: ptr.To[int64](2),
 					Containers: []corev1.Container{{
 						Name: "app", Image: LoadImage, ImagePullPolicy: corev1.PullNever,
@@ -73,6 +79,14 @@ func (d LoadDeployment) Build() *appsv1.Deployment {
 			},
 		},
 	}
+}
+
+// nodeSelector keeps a pod on node; nil for "".
+func nodeSelector(node string) map[string]string {
+	if node == "" {
+		return nil
+	}
+	return map[string]string{corev1.LabelHostname: node}
 }
 
 // Create creates the Deployment in ns and waits until Replicas of its pods

@@ -96,9 +96,7 @@ func (s podSpec) build() *corev1.Pod {
 // stopped.
 func (s *session) createRunning(ctx context.Context, spec podSpec) (*podWatch, PodState, error) {
 	pod := spec.build()
-	if s.env.Node != "" {
-		pod.Spec.NodeSelector = map[string]string{corev1.LabelHostname: s.env.Node}
-	}
+	pod.Spec.NodeSelector = nodeSelector(s.env.Node)
 	pod.Spec.Tolerations = append(pod.Spec.Tolerations, s.env.Tolerations...)
 	if _, err := s.env.Client.CoreV1().Pods(s.run.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		return nil, PodState{}, fmt.Errorf("creating pod %s: %w", spec.name, err)

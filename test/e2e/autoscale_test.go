@@ -25,6 +25,7 @@ import (
 	"github.com/snug-dev/snug/internal/agent"
 	"github.com/snug-dev/snug/internal/experiment"
 	"github.com/snug-dev/snug/internal/install"
+	"github.com/snug-dev/snug/internal/lab"
 )
 
 // stabilizationSeconds is the test policies' scale-down window: short, so
@@ -41,23 +42,37 @@ const stabilizationSeconds = 30
 // Guaranteed pod stays Guaranteed after a grow. It logs the seconds from the
 // load step to the agent's decision, to the patch, and to the pod's status
 // showing the new resources.
-func TestAutoscale(t *testing.T) {
+func TestAutoscale(t *testing.T) { autoscaleSuite(t, "") }
+
+// autoscaleSuite is TestAutoscale with its pods and agent on node ("" the
+// lab's first node).
+func autoscaleSuite(t *testing.T, node string) {
 	pc := installPolicyCRD(t)
 	// The agent covers a targetRef policy's pods through the status.selector
 	// the controller publishes.
-	ag := installSnug(t, snugInstall{agentArgs: []string{"--cpu-half-life=10s"}})
+	ag := installSnug(t, snugInstall{agentArgs: []string{"--cpu-half-life=10s"}, node: node})
 	ns := testNamespace(t, "snug-autoscale-")
 
 	t.Run("deployment grows in place and shrinks after the window", func(t *testing.T) {
-		testAutoscaleDeployment(t, pc, ag, ns)
+		testAutoscaleDeployment(t, pc, ag, ns, node)
 	})
 	t.Run("memory, BestEffort, Guaranteed", func(t *testing.T) {
-		testAutoscaleBarePods(t, pc, ag, ns)
+		testAutoscaleBarePods(t, pc, ag, ns, node)
 	})
 	ag.logCost(t)
 }
 
-func testAutoscaleDeployment(t *testing.T, pc *policyclient.Client, ag *agentProc, ns string) {
+// placedOn are the tolerations of a pod placed on node: the cgroup-v2
+// node's taint.
+func placedOn(node string) []corev1.Toleration {
+	if node == "" || node == labOpts.NodeName {
+		return nil
+	}
+	taint := lab.V2Taint()
+	return []corev1.Toleration{{Key: taint.Key, Operator: corev1.TolerationOpExists, Effect: taint.Effect}}
+}
+
+func testAutoscaleDeployment(t *testing.T, pc *policyclient.Client, ag *agentProc, ns, node string) {
 	createPolicy(t, pc, ns, "load", v1alpha1.SnugPolicySpec{
 		TargetRef:    &v1alpha1.CrossVersionObjectReference{Kind: "Deployment", Name: "load"},
 		UpdatePolicy: &v1alpha1.PodUpdatePolicy{UpdateMode: v1alpha1.UpdateModeInPlace},
@@ -65,7 +80,7 @@ func testAutoscaleDeployment(t *testing.T, pc *policyclient.Client, ag *agentPro
 			StabilizationWindowSeconds: ptr.To[int32](stabilizationSeconds),
 		}},
 	})
-	pod := createAutoscaleDeployment(t, ns, "load")
+	pod := createAutoscaleDeployment(t, ns, "load", node)
 	before := getPod(t, ns, pod)
 	containerID := before.Status.ContainerStatuses[0].ContainerID
 	tl := watchPod(t, ns, pod)
@@ -126,15 +141,15 @@ func testAutoscaleDeployment(t *testing.T, pc *policyclient.Client, ag *agentPro
 	assertInPlace(t, ns, pod, containerID, corev1.PodQOSBurstable)
 }
 
-func testAutoscaleBarePods(t *testing.T, pc *policyclient.Client, ag *agentProc, ns string) {
+func testAutoscaleBarePods(t *testing.T, pc *policyclient.Client, ag *agentProc, ns, node string) {
 	labels := map[string]string{"snug-e2e": "bare"}
 	createPolicy(t, pc, ns, "bare", v1alpha1.SnugPolicySpec{
 		Selector:     &metav1.LabelSelector{MatchLabels: labels},
 		UpdatePolicy: &v1alpha1.PodUpdatePolicy{UpdateMode: v1alpha1.UpdateModeInPlace},
 	})
-	mem := createLoadPod(t, ns, loadPod{name: "mem", labels: labels, cpuRequest: "50m", cpuLimit: "200m", memRequest: "32Mi", memLimit: "64Mi"})
-	be := createLoadPod(t, ns, loadPod{name: "besteffort", labels: labels, args: []string{"--cpu=300m"}})
-	gu := createLoadPod(t, ns, loadPod{name: "guaranteed", labels: labels, cpuRequest: "100m", cpuLimit: "100m", memRequest: "64Mi", memLimit: "64Mi"})
+	mem := createLoadPod(t, ns, loadPod{name: "mem", node: node, labels: labels, cpuRequest: "50m", cpuLimit: "200m", memRequest: "32Mi", memLimit: "64Mi"})
+	be := createLoadPod(t, ns, loadPod{name: "besteffort", node: node, labels: labels, args: []string{"--cpu=300m"}})
+	gu := createLoadPod(t, ns, loadPod{name: "guaranteed", node: node, labels: labels, cpuRequest: "100m", cpuLimit: "100m", memRequest: "64Mi", memLimit: "64Mi"})
 	memID := getPod(t, ns, mem).Status.ContainerStatuses[0].ContainerID
 	guID := getPod(t, ns, gu).Status.ContainerStatuses[0].ContainerID
 	for _, p := range []string{mem, gu} {
@@ -259,11 +274,12 @@ func installPolicyCRD(t *testing.T) *policyclient.Client {
 
 // createAutoscaleDeployment creates a one-replica Deployment of snug-load at
 // 50m (cpu 50m/100m, memory 64Mi/128Mi) and returns its running pod's name.
-func createAutoscaleDeployment(t *testing.T, ns, name string) string {
+func createAutoscaleDeployment(t *testing.T, ns, name, node string) string {
 	t.Helper()
 	pods, err := experiment.LoadDeployment{
 		Name: name, Replicas: 1, LoadDir: labOpts.LoadDir(), Args: []string{"--cpu=50m"},
 		CPURequest: "50m", CPULimit: "100m", MemoryRequest: "64Mi", MemoryLimit: "128Mi",
+		Node: node, Tolerations: placedOn(node),
 	}.Create(t.Context(), client, ns, 2*time.Minute)
 	if err != nil {
 		t.Fatal(err)

@@ -54,7 +54,7 @@ func TestChaos(t *testing.T) {
 		TargetRef:    deploymentRef("load"),
 		UpdatePolicy: &v1alpha1.PodUpdatePolicy{UpdateMode: v1alpha1.UpdateModeInPlace},
 	})
-	pod := createAutoscaleDeployment(t, ns, "load") // cpu 50m/100m
+	pod := createAutoscaleDeployment(t, ns, "load", "") // cpu 50m/100m
 	containerID := getPod(t, ns, pod).Status.ContainerStatuses[0].ContainerID
 	tl := watchPod(t, ns, pod)
 

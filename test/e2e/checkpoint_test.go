@@ -36,7 +36,7 @@ func TestCheckpoint(t *testing.T) {
 		TargetRef:    &v1alpha1.CrossVersionObjectReference{Kind: "Deployment", Name: "load"},
 		UpdatePolicy: &v1alpha1.PodUpdatePolicy{UpdateMode: v1alpha1.UpdateModeInPlace},
 	})
-	first := createAutoscaleDeployment(t, ns, "load")
+	first := createAutoscaleDeployment(t, ns, "load", "")
 	ag.waitAutoscale(t, ns, first, time.Minute, func(c agent.ContainerJSON) bool {
 		return c.Autoscale != nil && c.Autoscale.LastDecision != nil
 	})

@@ -42,7 +42,7 @@ func TestAgentConflict(t *testing.T) {
 		TargetRef:    &v1alpha1.CrossVersionObjectReference{Kind: "Deployment", Name: "load"},
 		UpdatePolicy: &v1alpha1.PodUpdatePolicy{UpdateMode: v1alpha1.UpdateModeInPlace},
 	})
-	pod := createAutoscaleDeployment(t, ns, "load") // cpu 50m/100m
+	pod := createAutoscaleDeployment(t, ns, "load", "") // cpu 50m/100m
 	containerID := getPod(t, ns, pod).Status.ContainerStatuses[0].ContainerID
 	// 50m of load under a 100m limit can be throttled in bursts, and the
 	// agent may grow the pod before the step: wait until no resize of it is

@@ -94,7 +94,7 @@ func TestPrometheus(t *testing.T) {
 			StabilizationWindowSeconds: ptr.To[int32](stabilizationSeconds),
 		}},
 	})
-	pod := createAutoscaleDeployment(t, ns, "load")
+	pod := createAutoscaleDeployment(t, ns, "load", "")
 	ag.waitAutoscale(t, ns, pod, time.Minute, func(c agent.ContainerJSON) bool {
 		return c.Autoscale != nil && c.Autoscale.LastDecision != nil && len(ratePointsAfter(c.History, time.Time{})) >= 3
 	})
