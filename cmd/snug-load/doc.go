@@ -12,7 +12,11 @@
 //	snug-load [--cpu 300m] [--memory 100Mi] [--control-dir /control]
 //	          [--listen :8080] [--marker PATH] [--pod-name NAME]
 //	snug-load pause
+//	snug-load mirror-cgroups --to DIR [--from /sys/fs/cgroup] [--sub kubepods.slice] [--interval 100ms]
 //
 // With pause it is the pod sandbox's PID 1: it reaps orphans and exits 0 on
-// SIGTERM or SIGINT.
+// SIGTERM or SIGINT. With mirror-cgroups it copies the cgroup files snug
+// reads, of the root and of every cgroup under --sub, to DIR until it is
+// stopped: the lab's cgroup-v2 node (a User-Mode Linux guest) runs it so
+// that the host can read its pods' cgroups (loadgen.MirrorCgroups).
 package main

@@ -114,8 +114,19 @@ func demoLab(ctx context.Context, o *demoOptions, out io.Writer) (client *kubern
 	start := time.Now()
 	lw := &prefixWriter{w: out, prefix: "   "}
 	upErr := lab.Up(ctx, o.lab, lw)
-	lw.Flush()
 	alreadyUp = errors.Is(upErr, lab.ErrAlreadyUp)
+	if alreadyUp && o.lab.WithV2Node && !lab.V2Running(o.lab) {
+		// The lab is up without the cgroup-v2 node: add it (and take it
+		// out again at the end unless --keep-lab).
+		if err := lab.AddV2Node(ctx, o.lab, lw); err != nil {
+			lw.Flush()
+			return nil, true, down, err
+		}
+		if !o.keepLab {
+			down = func() error { return lab.RemoveV2Node(context.WithoutCancel(ctx), o.lab, io.Discard) }
+		}
+	}
+	lw.Flush()
 	switch {
 	case alreadyUp:
 		fmt.Fprintln(out, "   the lab was already up: using it, and leaving it up")
@@ -139,6 +150,9 @@ func demoLab(ctx context.Context, o *demoOptions, out io.Writer) (client *kubern
 	if err != nil {
 		return nil, alreadyUp, down, err
 	}
+	if o.lab.WithV2Node {
+		fmt.Fprintf(out, "   the demo's pods run on node %s (%s): %s\n", o.lab.V2.Name, o.lab.V2.IP, lab.V2CgroupMode(o.lab))
+	}
 	if v, verr := client.Discovery().ServerVersion(); verr == nil {
 		fmt.Fprintf(out, "   API server %s, node %s (%s)\n", v.GitVersion, o.lab.NodeName, o.lab.NodeIP)
 		if alreadyUp && strings.TrimPrefix(v.GitVersion, "v") != o.lab.KubernetesVersion {
@@ -156,12 +170,14 @@ func runDemoExperiments(ctx context.Context, o *demoOptions, out io.Writer) (err
 		return err
 	}
 	table := &stepTable{out: out}
+	node, cgroupRoot, tolerations := workNode(o.lab)
 	env := experiment.Env{
 		Client:     client,
 		Kubectl:    filepath.Join(o.lab.BinDir(), "kubectl"),
 		Kubeconfig: o.lab.Kubeconfig(),
-		CgroupRoot: labCgroupRoot,
-		OnStep:     table.row,
+		CgroupRoot: cgroupRoot,
+		Node:       node, Tolerations: tolerations,
+		OnStep: table.row,
 	}
 
 	fmt.Fprint(out, `

@@ -189,10 +189,11 @@ func (d *demoRun) createWorkload(ctx context.Context) error {
 		return fmt.Errorf("creating the SnugPolicy: %w", err)
 	}
 	fmt.Fprintf(d.out, "   namespace %s, snugpolicy/%s created\n", d.ns, demoDeployment)
+	node, _, tolerations := workNode(d.o.lab)
 	pods, err := experiment.LoadDeployment{
 		Name: demoDeployment, Replicas: 1,
 		CPURequest: "50m", CPULimit: "100m", MemoryRequest: "64Mi", MemoryLimit: "128Mi",
-		Args: []string{"--cpu=50m"}, LoadDir: d.o.lab.LoadDir(),
+		Args: []string{"--cpu=50m"}, LoadDir: d.o.lab.LoadDir(), Node: node, Tolerations: tolerations,
 	}.Create(ctx, d.client, d.ns, 2*time.Minute)
 	if err != nil {
 		return err
@@ -269,7 +270,8 @@ func (d *demoRun) step(ctx context.Context, targets string, stop stopWhen, ended
 		if err != nil {
 			return nil, err
 		}
-		if starve, err = experiment.WatchStarvation(ctx, labCgroupRoot, cgs); err != nil {
+		_, cgroupRoot, _ := workNode(d.o.lab)
+		if starve, err = experiment.WatchStarvation(ctx, cgroupRoot, cgs); err != nil {
 			return nil, err
 		}
 		defer starve.Stop()

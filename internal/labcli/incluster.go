@@ -60,7 +60,7 @@ func installInLab(ctx context.Context, client kubernetes.Interface, li labInstal
 	fmt.Fprintf(li.out, "   helm upgrade --install snug charts/snug -n snug-system --create-namespace --set image.registry=%s --set image.tag=%s\n", li.lab.Registry(), tag)
 	return experiment.InstallSnug(ctx, client, experiment.InstallOptions{
 		Helm: helmBin, Chart: chartDir, Kubeconfig: li.lab.Kubeconfig(),
-		Registry: li.lab.Registry(), Tag: tag, Node: li.lab.NodeName,
+		Registry: li.lab.Registry(), Tag: tag, Node: workNodeName(li.lab),
 		AgentArgs: li.agentArgs, LogDir: li.logDir, Timeout: li.timeout,
 		// The lab's installs are throwaway: uninstall takes the CRD too,
 		// so that the next install (or TestHelm) starts from none.

@@ -1,6 +1,12 @@
 package labcli
 
-import "time"
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/snug-dev/snug/internal/lab"
+)
 
 // requestTimeout bounds each request to the API server. Watches end with
 // it too; the code that watches starts them again.
@@ -8,3 +14,16 @@ const requestTimeout = 30 * time.Second
 
 // labCgroupRoot is where the lab's node, this machine, mounts its cgroups.
 const labCgroupRoot = "/sys/fs/cgroup"
+
+// workNode is where the demo's pods, and the agent it reads, run: with
+// --v2-node the cgroup-v2 node (its taint tolerated, its cgroups read from
+// the copy the guest keeps, lab.Options.V2CgroupRoot), else the lab's node.
+func workNode(o *lab.Options) (node, cgroupRoot string, tolerations []corev1.Toleration) {
+	if !o.WithV2Node {
+		return o.NodeName, labCgroupRoot, nil
+	}
+	taint := lab.V2Taint()
+	return o.V2.Name, o.V2CgroupRoot(), []corev1.Toleration{{Key: taint.Key, Operator: corev1.TolerationOpExists, Effect: taint.Effect}}
+}
+
+func workNodeName(o *lab.Options) string { n, _, _ := workNode(o); return n }
