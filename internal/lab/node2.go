@@ -291,21 +291,10 @@ func AddV2Node(ctx context.Context, o *Options, log io.Writer) (err error) {
 		return err
 	}
 	start := time.Now()
-	p, err := pki.Ensure(o.path("pki"), pki.Options{
-		NodeName: o.NodeName, NodeIPs: o.nodeIPs(), ServiceCIDR: o.ServiceCIDR,
-		ServerURL: o.ServerURL(), Now: time.Now(),
-	})
-	if err != nil {
-		return err
-	}
-	if p.Generated {
-		return errors.New("the lab's certificates changed while it runs; restart the lab")
-	}
+	// The running lab's own set, as it is: never regenerated under it.
+	p := pki.Paths(o.path("pki"))
 	ns, err := pki.EnsureNode(o.path("pki"), o.V2.Name, []net.IP{net.ParseIP(o.V2.IP)}, o.ServerURL(), time.Now())
 	if err != nil {
-		return err
-	}
-	if err := removeV2Files(o); err != nil {
 		return err
 	}
 	loadBin, err := o.loadBinary()
@@ -398,17 +387,6 @@ func bootV2Guest(ctx context.Context, o *Options, log io.Writer) error {
 		fmt.Fprintf(log, "  the guest's boot stalled (no boot script %s after its start; the console's last line: %q); booting it again (%d of %d)\n",
 			v2BootStall, last, attempt+1, v2BootAttempts)
 	}
-}
-
-// removeV2Files clears what a previous start left (the copy-on-write disk,
-// UML's control directory, the share).
-func removeV2Files(o *Options) error {
-	for _, p := range []string{o.v2Path("disk.cow"), o.v2Path("uml"), o.v2Share()} {
-		if err := removeAll(o, p); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // RemoveV2Node takes the cgroup-v2 node out of the lab: its Node and pods

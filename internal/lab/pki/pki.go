@@ -77,6 +77,11 @@ func Ensure(dir string, opts Options) (*Set, error) {
 	return s, nil
 }
 
+// Paths is where Ensure keeps each file of the set in dir, without
+// checking or making any of them: for a caller that uses the set of a lab
+// that runs (Ensure could replace it under that lab).
+func Paths(dir string) *Set { return newSet(dir) }
+
 func newSet(dir string) *Set {
 	p := func(name string) string { return filepath.Join(dir, name) }
 	return &Set{
