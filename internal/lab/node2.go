@@ -55,6 +55,11 @@ var v2Taint = corev1.Taint{Key: "snug.dev/lab-node", Value: "cgroup-v2", Effect:
 // V2Taint is the taint the cgroup-v2 node registers with.
 func V2Taint() corev1.Taint { return v2Taint }
 
+// V2Tolerations let a pod onto the cgroup-v2 node.
+func V2Tolerations() []corev1.Toleration {
+	return []corev1.Toleration{{Key: v2Taint.Key, Operator: corev1.TolerationOpExists, Effect: v2Taint.Effect}}
+}
+
 // The guest's tap and the veth pair between the two namespaces.
 const (
 	v2Tap      = "snugtap0"

@@ -22,8 +22,7 @@ func workNode(o *lab.Options) (node, cgroupRoot string, tolerations []corev1.Tol
 	if !o.WithV2Node {
 		return o.NodeName, labCgroupRoot, nil
 	}
-	taint := lab.V2Taint()
-	return o.V2.Name, o.V2CgroupRoot(), []corev1.Toleration{{Key: taint.Key, Operator: corev1.TolerationOpExists, Effect: taint.Effect}}
+	return o.V2.Name, o.V2CgroupRoot(), lab.V2Tolerations()
 }
 
 func workNodeName(o *lab.Options) string { n, _, _ := workNode(o); return n }

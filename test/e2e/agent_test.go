@@ -332,8 +332,7 @@ func createLoadPod(t *testing.T, ns string, lp loadPod) string {
 	}
 	if lp.node != "" {
 		pod.Spec.NodeSelector = map[string]string{corev1.LabelHostname: lp.node}
-		taint := lab.V2Taint()
-		pod.Spec.Tolerations = []corev1.Toleration{{Key: taint.Key, Operator: corev1.TolerationOpExists, Effect: taint.Effect}}
+		pod.Spec.Tolerations = lab.V2Tolerations()
 	}
 	if _, err := client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("creating pod %s: %v", lp.name, err)

@@ -68,8 +68,7 @@ func placedOn(node string) []corev1.Toleration {
 	if node == "" || node == labOpts.NodeName {
 		return nil
 	}
-	taint := lab.V2Taint()
-	return []corev1.Toleration{{Key: taint.Key, Operator: corev1.TolerationOpExists, Effect: taint.Effect}}
+	return lab.V2Tolerations()
 }
 
 func testAutoscaleDeployment(t *testing.T, pc *policyclient.Client, ag *agentProc, ns, node string) {

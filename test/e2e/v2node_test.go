@@ -26,8 +26,7 @@ func v2Env(t *testing.T) experiment.Env {
 	env := newEnv(t)
 	env.Node = labOpts.V2.Name
 	env.CgroupRoot = labOpts.V2CgroupRoot()
-	taint := lab.V2Taint()
-	env.Tolerations = []corev1.Toleration{{Key: taint.Key, Operator: corev1.TolerationOpExists, Effect: taint.Effect}}
+	env.Tolerations = lab.V2Tolerations()
 	return env
 }
 
