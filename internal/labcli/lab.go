@@ -70,7 +70,11 @@ func newLabCommands(stdout, stderr io.Writer) []*cobra.Command {
 			fmt.Fprintln(tw, "COMPONENT\tPID\tRUNNING\tHEALTHY\tRSS\tDETAIL")
 			allOK := true
 			var totalRSS uint64
+			var v2 string
 			for _, h := range lab.Status(cmd.Context(), opts) {
+				if h.Name == "v2-node" {
+					v2 = h.Detail
+				}
 				pid, rss := "-", "-"
 				if h.PID > 0 {
 					pid = fmt.Sprint(h.PID)
@@ -86,6 +90,10 @@ func newLabCommands(stdout, stderr io.Writer) []*cobra.Command {
 				fmt.Fprintf(tw, "total\t\t\t\t%dMi\t(resident memory of the components, without pods)\n", totalRSS>>20)
 			}
 			tw.Flush()
+			if v2 != "" {
+				// Its detail is longer than the table's column.
+				fmt.Fprintf(stdout, "v2-node: %s\n", v2)
+			}
 			if !allOK {
 				return cli.WithExitCode(3, errors.New("the lab is not (fully) up"))
 			}
