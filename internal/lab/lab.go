@@ -342,13 +342,17 @@ func (o *Options) loadBinary() (string, error) {
 }
 
 // rssBytes reads VmRSS of a process from /proc, 0 when it cannot.
-func rssBytes(pid int) uint64 {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+func rssBytes(pid int) uint64 { return procKB(pid, "status", "VmRSS:") }
+
+// procKB is the "KEY N kB" line of /proc/PID/FILE in bytes, 0 when it
+// cannot be read.
+func procKB(pid int, file, key string) uint64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/%s", pid, file))
 	if err != nil {
 		return 0
 	}
 	for _, line := range strings.Split(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+		if rest, ok := strings.CutPrefix(line, key); ok {
 			f := strings.Fields(rest)
 			if len(f) == 2 && f[1] == "kB" {
 				kb, err := strconv.ParseUint(f[0], 10, 64)

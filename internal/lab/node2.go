@@ -580,19 +580,4 @@ func sessionCPUTicks(sid int) uint64 {
 }
 
 // pssBytes is Pss from /proc/PID/smaps_rollup, 0 when it cannot be read.
-func pssBytes(pid int) uint64 {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(line, "Pss:"); ok {
-			f := strings.Fields(rest)
-			if len(f) == 2 {
-				kb, _ := strconv.ParseUint(f[0], 10, 64)
-				return kb * 1024
-			}
-		}
-	}
-	return 0
-}
+func pssBytes(pid int) uint64 { return procKB(pid, "smaps_rollup", "Pss:") }

@@ -128,14 +128,8 @@ func ensureKernel(ctx context.Context, o *Options, log io.Writer) error {
 	}
 	dir := filepath.Dir(out)
 	build := filepath.Join(dir, "build")
-	if err := os.RemoveAll(build); err != nil {
-		return err
-	}
-	if err := os.MkdirAll(build, 0o755); err != nil {
-		return err
-	}
 	logPath := filepath.Join(dir, "build.log")
-	lf, err := os.Create(logPath)
+	lf, err := startBuild(build, logPath)
 	if err != nil {
 		return err
 	}
@@ -190,6 +184,18 @@ func ensureKernel(ctx context.Context, o *Options, log io.Writer) error {
 	fmt.Fprintf(log, "  UML kernel built in %s: %s\n", time.Since(start).Round(time.Second), out)
 	removeStale(o.umlDir("kernel-6.1-*"), dir)
 	return os.RemoveAll(build)
+}
+
+// startBuild empties work, a build's scratch directory (what an
+// interrupted build left goes), and creates the build's log at logPath.
+func startBuild(work, logPath string) (*os.File, error) {
+	if err := os.RemoveAll(work); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		return nil, err
+	}
+	return os.Create(logPath)
 }
 
 // removeStale deletes what pattern matches in the cache but keep: kernels
@@ -322,14 +328,8 @@ func ensureRootfs(ctx context.Context, o *Options, log io.Writer) error {
 	}
 	dir := o.umlDir()
 	tree := filepath.Join(dir, "rootfs-build")
-	if err := os.RemoveAll(tree); err != nil {
-		return err
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
 	logPath := filepath.Join(dir, "rootfs.log")
-	lf, err := os.Create(logPath)
+	lf, err := startBuild(tree, logPath)
 	if err != nil {
 		return err
 	}
