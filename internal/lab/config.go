@@ -260,6 +260,11 @@ func writeConfigs(o *Options, p *pki.Set) error {
 		o.path("registry", "config.yml"):                               registryConfig(o),
 		filepath.Join(registryHostsDir(o), o.Registry(), "hosts.toml"): registryHosts(o),
 	}
+	return writeFiles(files)
+}
+
+// writeFiles writes each path's content (0644), making its directory.
+func writeFiles(files map[string]string) error {
 	for path, content := range files {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			return fmt.Errorf("writing %s: %w", path, err)

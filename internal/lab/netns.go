@@ -32,8 +32,22 @@ func ip(ctx context.Context, args ...string) error {
 // inNetNS returns the argv that runs argv inside the lab's namespace.
 // nsenter, not "ip netns exec": the latter remounts /sys, which hides the
 // cgroup mounts from the kubelet.
-func inNetNS(o *Options, argv ...string) []string {
-	return append([]string{"nsenter", "--net=" + netnsPath(o), "--"}, argv...)
+func inNetNS(o *Options, argv ...string) []string { return inNetNSNamed(o.NetNS, argv...) }
+
+// inNetNSNamed is inNetNS for the namespace ns (the cgroup-v2 node has
+// one of its own).
+func inNetNSNamed(ns string, argv ...string) []string {
+	return append([]string{"nsenter", "--net=" + filepath.Join("/run/netns", ns), "--"}, argv...)
+}
+
+// enableForwarding turns IPv4 forwarding on in the namespace ns only (the
+// setting is per namespace).
+func enableForwarding(ctx context.Context, ns string) error {
+	argv := inNetNSNamed(ns, "sh", "-c", "echo 1 > /proc/sys/net/ipv4/ip_forward")
+	if out, err := exec.CommandContext(ctx, argv[0], argv[1:]...).CombinedOutput(); err != nil {
+		return fmt.Errorf("enabling forwarding in %s: %v: %s", ns, err, out)
+	}
+	return nil
 }
 
 // InNetNS returns the argv that runs argv inside the lab's network
@@ -75,13 +89,7 @@ func setupNetwork(ctx context.Context, o *Options) error {
 			return fmt.Errorf("setting up the lab network: %w", err)
 		}
 	}
-	// Forwarding inside the namespace only (the setting is per namespace).
-	argv := inNetNS(o, "sh", "-c", "echo 1 > /proc/sys/net/ipv4/ip_forward")
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("enabling forwarding in %s: %v: %s", o.NetNS, err, out)
-	}
-	return nil
+	return enableForwarding(ctx, o.NetNS)
 }
 
 // teardownNetwork removes what setupNetwork made; parts already gone are

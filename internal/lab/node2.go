@@ -207,13 +207,8 @@ func writeV2Share(o *Options, p *pki.Set, ns *pki.NodeSet, loadBin string) error
 		o.v2Share("config", "kubelet.yaml"):    kubeletConfig(r),
 		o.v2Share("config", "kube-proxy.yaml"): kubeProxyConfig(r),
 	}
-	for path, content := range files {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			return err
-		}
-		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-			return err
-		}
+	if err := writeFiles(files); err != nil {
+		return err
 	}
 	links := map[string]string{
 		o.v2Share("pki", "ca.crt"):                p.CACert,
@@ -276,18 +271,14 @@ func umlArgv(o *Options) []string {
 	)
 }
 
-func inNetNSNamed(ns string, argv ...string) []string {
-	return append([]string{"nsenter", "--net=" + filepath.Join("/run/netns", ns), "--"}, argv...)
-}
-
 // AddV2Node starts the cgroup-v2 node and joins it to the running lab; it
 // returns once the node is Ready. Everything it made is undone on failure.
 func AddV2Node(ctx context.Context, o *Options, log io.Writer) (err error) {
 	if err := o.V2.validate(); err != nil {
 		return err
 	}
-	if p, ok := readProc(o, v2Component); ok && p.alive() {
-		return fmt.Errorf("the cgroup-v2 node %s already runs (pid %d)", o.V2.Name, p.PID)
+	if V2Running(o) {
+		return fmt.Errorf("the cgroup-v2 node %s already runs ('snug-lab v2-node remove' first)", o.V2.Name)
 	}
 	if api, ok := readProc(o, "kube-apiserver"); !ok || !api.alive() {
 		return errors.New("the lab is not up: the cgroup-v2 node joins a running lab ('snug-lab up' first, or 'snug-lab up --v2-node')")

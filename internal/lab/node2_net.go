@@ -44,11 +44,7 @@ func setupV2Network(ctx context.Context, o *Options) error {
 			return fmt.Errorf("setting up the cgroup-v2 node's network: %w", err)
 		}
 	}
-	argv := inNetNSNamed(v.NetNS, "sh", "-c", "echo 1 > /proc/sys/net/ipv4/ip_forward")
-	if out, err := exec.CommandContext(ctx, argv[0], argv[1:]...).CombinedOutput(); err != nil {
-		return fmt.Errorf("enabling forwarding in %s: %v: %s", v.NetNS, err, out)
-	}
-	return nil
+	return enableForwarding(ctx, v.NetNS)
 }
 
 func v2HostRoutes(o *Options) []string {
