@@ -101,45 +101,28 @@ func Size(pod *corev1.Pod, policies []*v1alpha1.SnugPolicy, ckpt Checkpoints, no
 	data := ckpt(pol.Namespace, history.CheckpointName(pol.Name))
 	cfg := policy.HistoryConfig(pol)
 	uncontrolled := pol.Status.UncontrolledResources
+	var problems []string
+	evicted, fromEviction := evictedFor(data, pod, now, &problems)
 	var wish resize.Wish
 	usage := map[string]resize.Usage{}
-	var problems []string
 	for _, c := range resizable(pod) {
 		cp := policy.ContainerPolicy(pol, c.Name)
 		rules := policy.RulesForPod(cp, uncontrolled, qos)
 		if rules.Off || len(rules.ControlledNames()) == 0 {
 			continue
 		}
-		a, err := history.CheckpointAggregate(data, c.Name)
+		target, u, err := learntTarget(data, c, cp, pol, cfg, now)
 		if err != nil {
 			problems = append(problems, err.Error())
-			continue
 		}
-		if a == nil || (a.CPUSeconds == 0 && a.MemorySeconds == 0) {
-			continue
-		}
-		if err := a.Compatible(cfg); err != nil {
-			problems = append(problems, fmt.Sprintf("container %s: %v", c.Name, err))
-			continue
-		}
-		r, err := a.Recommendation(cfg, policy.LearnBounds(cp, uncontrolled), now)
-		if err != nil {
-			problems = append(problems, fmt.Sprintf("container %s: %v", c.Name, err))
-			continue
-		}
-		target := corev1.ResourceList{}
-		if a.CPUSeconds > 0 && r.CPU.Target > 0 {
-			target[corev1.ResourceCPU] = *resource.NewMilliQuantity(r.CPU.Target, resource.DecimalSI)
-		}
-		if a.MemorySeconds > 0 && r.Memory.Target > 0 {
-			target[corev1.ResourceMemory] = *resource.NewQuantity(r.Memory.Target, resource.BinarySI)
+		if fromEviction {
+			floor(target, evicted.Requests[c.Name], rules.ControlledNames())
 		}
 		if len(target) == 0 {
 			continue
 		}
 		pp := rules.Policy
 		wish.Containers = append(wish.Containers, resize.ContainerWish{Name: c.Name, Target: target, Policy: &pp})
-		u := resize.Usage{MemoryPeakBytes: a.MemoryPeakBytes}
 		if qos != corev1.PodQOSGuaranteed {
 			// As the agent: a target lowers a Burstable container's
 			// request, not its limit below the one it was written with.
@@ -175,6 +158,9 @@ func Size(pod *corev1.Pod, policies []*v1alpha1.SnugPolicy, ckpt Checkpoints, no
 		return d
 	}
 	sized := history.Admission{Policy: pol.Name, Generation: pol.Generation}
+	if fromEviction {
+		sized.Evicted = evicted.Pod
+	}
 	for _, c := range plan.Containers {
 		sized.Containers = append(sized.Containers, history.AdmittedContainer{Name: c.Name, Changes: changes(pod, c)})
 	}
@@ -185,6 +171,58 @@ func Size(pod *corev1.Pod, policies []*v1alpha1.SnugPolicy, ckpt Checkpoints, no
 	}
 	d.Outcome, d.Patch, d.Summary = Sized, patch, sized.String()
 	return d
+}
+
+// learntTarget is a container's target from the workload's learnt history (the
+// checkpoint's aggregate and its recommendation) and the usage that
+// stands for it; an empty target when there is none.
+func learntTarget(data map[string]string, c corev1.Container, cp v1alpha1.ContainerResourcePolicy, pol *v1alpha1.SnugPolicy, cfg recommend.Config, now time.Time) (corev1.ResourceList, resize.Usage, error) {
+	target := corev1.ResourceList{}
+	a, err := history.CheckpointAggregate(data, c.Name)
+	if err != nil || a == nil || (a.CPUSeconds == 0 && a.MemorySeconds == 0) {
+		return target, resize.Usage{}, err
+	}
+	if err := a.Compatible(cfg); err != nil {
+		return target, resize.Usage{}, fmt.Errorf("container %s: %w", c.Name, err)
+	}
+	r, err := a.Recommendation(cfg, policy.LearnBounds(cp, pol.Status.UncontrolledResources), now)
+	if err != nil {
+		return target, resize.Usage{}, fmt.Errorf("container %s: %w", c.Name, err)
+	}
+	if a.CPUSeconds > 0 && r.CPU.Target > 0 {
+		target[corev1.ResourceCPU] = *resource.NewMilliQuantity(r.CPU.Target, resource.DecimalSI)
+	}
+	if a.MemorySeconds > 0 && r.Memory.Target > 0 {
+		target[corev1.ResourceMemory] = *resource.NewQuantity(r.Memory.Target, resource.BinarySI)
+	}
+	return target, resize.Usage{MemoryPeakBytes: a.MemoryPeakBytes}, nil
+}
+
+// evictedFor reads the checkpoint's record of a pod of the same owner
+// evicted for a Deferred resize (history.For); a record that does not
+// decode is a problem, not a size.
+func evictedFor(data map[string]string, pod *corev1.Pod, now time.Time, problems *[]string) (history.Evicted, bool) {
+	list, err := history.CheckpointEvicted(data)
+	if err != nil {
+		*problems = append(*problems, err.Error())
+		return history.Evicted{}, false
+	}
+	return history.For(list, pod, now)
+}
+
+// floor raises target to asked, resource by resource, for the resources
+// snug controls: a replacement of a pod evicted for a Deferred resize
+// starts at no less than what that resize asked for.
+func floor(target, asked corev1.ResourceList, controlled []corev1.ResourceName) {
+	for _, r := range controlled {
+		q, ok := asked[r]
+		if !ok {
+			continue
+		}
+		if t, ok := target[r]; !ok || q.Cmp(t) > 0 {
+			target[r] = q.DeepCopy()
+		}
+	}
 }
 
 // resizable are the containers the planner may size: regular ones and

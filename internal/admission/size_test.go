@@ -190,3 +190,84 @@ func TestSize(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestSizeEvicted: a new pod of the owner of a pod evicted for a Deferred
+// resize starts at no less than what that resize asked for, with or
+// without learnt history; a record of another owner, an expired one, or
+// the evicted pod itself changes nothing.
+func TestSizeEvicted(t *testing.T) {
+	const mi = 1 << 20
+	pol := tb.Policy("web").Namespace("ns").Selector("app", "web").Mode(v1alpha1.UpdateModeInPlaceOrRecreate).Deferred(v1alpha1.DeferredActionEvict, 0).Get()
+	pod := func(owner string) *corev1.Pod {
+		return tb.Pod("").Namespace("ns").Labels("app", "web").OwnedBy(owner).Container("app", "100m", "200m", "64Mi", "128Mi").Get()
+	}
+	// The evicted pod had asked for 700m of cpu (its spec) and kept 64Mi.
+	victim := tb.Pod("web-old").Namespace("ns").Labels("app", "web").OwnedBy("web-rs").Container("app", "700m", "1400m", "64Mi", "128Mi").Get()
+	record := func(at time.Time) map[string]string {
+		e, ok := history.NewEvicted(victim, at)
+		if !ok {
+			t.Fatal("no record for an owned pod")
+		}
+		v, err := history.EncodeEvicted([]history.Evicted{e})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return map[string]string{history.EvictedKey: v}
+	}
+	with := func(a, b map[string]string) map[string]string {
+		out := map[string]string{}
+		for k, v := range a {
+			out[k] = v
+		}
+		for k, v := range b {
+			out[k] = v
+		}
+		return out
+	}
+	tests := []struct {
+		name                   string
+		pod                    *corev1.Pod
+		data                   map[string]string
+		want                   Outcome
+		cpuReq, cpuLim, evicts string
+	}{
+		{name: "no history: the asked-for size, the template's ratio", pod: pod("web-rs"), data: record(now.Add(-time.Minute)), want: Sized, cpuReq: "700m", cpuLim: "1400m", evicts: "web-old"},
+		{name: "history under the asked-for size: the asked-for size", pod: pod("web-rs"), data: with(learnt(t, pol, 100, 64*mi), record(now.Add(-time.Minute))), want: Sized, cpuReq: "700m", cpuLim: "1400m", evicts: "web-old"},
+		{name: "history over it: the history", pod: pod("web-rs"), data: with(learnt(t, pol, 1500, 64*mi), record(now.Add(-time.Minute))), want: Sized, evicts: "web-old"},
+		{name: "another owner's eviction", pod: pod("other-rs"), data: record(now.Add(-time.Minute)), want: NoHistory},
+		{name: "expired", pod: pod("web-rs"), data: record(now.Add(-history.EvictedTTL)), want: NoHistory},
+		{name: "the evicted pod itself", pod: victim, data: record(now.Add(-time.Minute)), want: NoHistory},
+		{name: "a damaged record is not a size", pod: pod("web-rs"), data: map[string]string{history.EvictedKey: "{"}, want: NoHistory},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := Size(tt.pod, []*v1alpha1.SnugPolicy{pol}, func(string, string) map[string]string { return tt.data }, now)
+			if d.Outcome != tt.want {
+				t.Fatalf("outcome %s (%s), want %s", d.Outcome, d.Summary, tt.want)
+			}
+			if d.Outcome != Sized {
+				return
+			}
+			got := admit(t, tt.pod, d)
+			cr, cl, _, _ := res(got)
+			if tt.cpuReq != "" && (cr != tt.cpuReq || cl != tt.cpuLim) {
+				t.Errorf("cpu %s/%s, want %s/%s", cr, cl, tt.cpuReq, tt.cpuLim)
+			}
+			if q := resource.MustParse(cr); q.MilliValue() < 700 {
+				t.Errorf("cpu request %s, under the 700m the evicted pod asked for", cr)
+			}
+			a, ok, err := history.ParseAdmission(got)
+			if !ok || err != nil || a.Evicted != tt.evicts {
+				t.Errorf("annotation %v %v %+v, want evicted %q", ok, err, a, tt.evicts)
+			}
+			if q := resize.ComputeQoS(got); q != corev1.PodQOSBurstable {
+				t.Errorf("QoS %s, want Burstable kept", q)
+			}
+		})
+	}
+	if d := Size(pod("web-rs"), []*v1alpha1.SnugPolicy{pol}, func(string, string) map[string]string {
+		return map[string]string{history.EvictedKey: "{"}
+	}, now); !strings.Contains(d.Summary, history.EvictedKey) {
+		t.Errorf("summary %q does not name the damaged %s", d.Summary, history.EvictedKey)
+	}
+}

@@ -579,6 +579,7 @@ func (c *Controller) history(ctx context.Context, p *v1alpha1.SnugPolicy, pods [
 	if err != nil {
 		log.V(1).Info("some snapshots did not fold", "err", err.Error())
 	}
+	next.evicted = liveEvicted(prev.evicted, pods, now)
 	rec, err := recommendationFor(cfg, p, uncontrolledRes, total, now)
 	if err != nil {
 		return nil, 0, err
@@ -596,7 +597,10 @@ func (c *Controller) history(ctx context.Context, p *v1alpha1.SnugPolicy, pods [
 	last := c.lastWrites[k]
 	c.mu.Unlock()
 	membership := !slices.Equal(slices.Sorted(maps.Keys(prev.pods)), slices.Sorted(maps.Keys(next.pods)))
-	if cm != nil && !membership && now.Sub(last) < c.cfg.CheckpointInterval {
+	// A record taken up or expired goes at once: it would size the
+	// owner's next pods.
+	evictedDone := len(next.evicted) != len(prev.evicted)
+	if cm != nil && !membership && !evictedDone && now.Sub(last) < c.cfg.CheckpointInterval {
 		return rec, c.cfg.CheckpointInterval - now.Sub(last), nil
 	}
 	if cm == nil {
@@ -659,6 +663,54 @@ func (c *Controller) evictionPending(key string, pods []*corev1.Pod, now time.Ti
 	return pending
 }
 
+// recordEvicted makes sure the policy's checkpoint holds the size pod's
+// Deferred resize asked for (history.Evicted) before pod is evicted, so
+// that the admission webhook starts its replacement at that size and the
+// scheduler places it where it fits. recorded is true once the cached
+// checkpoint shows a fresh record (or pod has no controller, so no
+// replacement could be recognised); otherwise it writes the record (an
+// update of the cached checkpoint: its resourceVersion is the
+// precondition), and the caller looks again when the cache has caught up.
+func (c *Controller) recordEvicted(ctx context.Context, p *v1alpha1.SnugPolicy, pod *corev1.Pod, now time.Time) (recorded bool, err error) {
+	e, ok := history.NewEvicted(pod, now)
+	if !ok {
+		return true, nil
+	}
+	cm, err := c.checkpoints.ConfigMaps(p.Namespace).Get(history.CheckpointName(p.Name))
+	if apierrors.IsNotFound(err) {
+		return false, nil // the policy's next reconcile creates it
+	}
+	if err != nil {
+		return false, fmt.Errorf("reading checkpoint: %w", err)
+	}
+	list, _ := history.CheckpointEvicted(cm.Data)
+	list = liveEvicted(list, nil, now)
+	for _, x := range list {
+		// Fresh enough that the replacement is admitted well inside the TTL.
+		if x.UID == pod.UID && now.Sub(x.Time) < history.EvictedTTL/2 {
+			return true, nil
+		}
+	}
+	list = slices.DeleteFunc(list, func(x history.Evicted) bool { return x.UID == pod.UID })
+	v, err := history.EncodeEvicted(append(list, e))
+	if err != nil {
+		return false, err
+	}
+	cm = cm.DeepCopy()
+	if cm.Data == nil {
+		cm.Data = map[string]string{}
+	}
+	cm.Data[history.EvictedKey] = v
+	if _, err := c.cs.CoreV1().ConfigMaps(p.Namespace).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+		if apierrors.IsConflict(err) {
+			return false, nil
+		}
+		return false, fmt.Errorf("writing checkpoint %s: %w", cm.Name, err)
+	}
+	klog.FromContext(ctx).V(1).Info("recorded the asked-for size before evicting", "pod", klog.KObj(pod), "requests", e.Requests)
+	return false, nil
+}
+
 // evictDeferred evicts at most one pod whose resize stayed Deferred, as the
 // policy allows, and returns when a deferral will be old enough (0: none).
 func (c *Controller) evictDeferred(ctx context.Context, p *v1alpha1.SnugPolicy, pods []*corev1.Pod, now time.Time) time.Duration {
@@ -682,6 +734,15 @@ func (c *Controller) evictDeferred(ctx context.Context, p *v1alpha1.SnugPolicy, 
 				log.V(1).Info("not evicting", "pod", klog.KObj(pod), "why", v.why)
 			}
 			continue
+		}
+		recorded, err := c.recordEvicted(ctx, p, pod, now)
+		if err != nil {
+			c.metrics.evictions.WithLabelValues(p.Namespace, p.Name, "error").Inc()
+			log.Error(err, "recording the size of a pod to evict", "pod", klog.KObj(pod))
+			return 10 * time.Second
+		}
+		if !recorded {
+			return 500 * time.Millisecond // until the cache shows the record
 		}
 		blocked, err := evictPod(ctx, c.cs, pod)
 		switch {

@@ -36,6 +36,9 @@ type checkpoint struct {
 	retired map[string]*recommend.Aggregate
 	// pods is the last snapshot seen of each live pod.
 	pods map[types.UID]history.Snapshot
+	// evicted are the sizes of pods evicted for a Deferred resize, held
+	// for their replacements (history.EvictedKey).
+	evicted []history.Evicted
 }
 
 // decodeCheckpoint reads a checkpoint from ConfigMap data; nil data is an
@@ -58,6 +61,9 @@ func decodeCheckpoint(cfg recommend.Config, data map[string]string) (checkpoint,
 			return checkpoint{}, fmt.Errorf("decoding %s: %w", checkpointPodsKey, err)
 		}
 	}
+	// A damaged record only loses replacements their floor, never the
+	// history: it is dropped.
+	cp.evicted, _ = history.CheckpointEvicted(data)
 	return cp, nil
 }
 
@@ -85,6 +91,13 @@ func (cp checkpoint) encode(total map[string]*recommend.Aggregate) (map[string]s
 		return nil, fmt.Errorf("encoding %s: %w", checkpointPodsKey, err)
 	}
 	data[checkpointPodsKey] = string(pods)
+	if len(cp.evicted) > 0 {
+		v, err := history.EncodeEvicted(cp.evicted)
+		if err != nil {
+			return nil, err
+		}
+		data[history.EvictedKey] = v
+	}
 	return data, nil
 }
 
@@ -139,6 +152,21 @@ func fold(cfg recommend.Config, prev checkpoint, live map[types.UID]history.Snap
 		errs = append(errs, mergeSnapshot(cfg, total, next.pods[uid]))
 	}
 	return next, total, errors.Join(errs...)
+}
+
+// liveEvicted drops the eviction records that are done with: older than
+// history.EvictedTTL, or taken up by a replacement (a pod whose admission
+// annotation names the evicted pod).
+func liveEvicted(list []history.Evicted, pods []*corev1.Pod, now time.Time) []history.Evicted {
+	taken := map[string]bool{}
+	for _, pod := range pods {
+		if a, ok, err := history.ParseAdmission(pod); ok && err == nil && a.Evicted != "" {
+			taken[a.Evicted] = true
+		}
+	}
+	return slices.DeleteFunc(slices.Clone(list), func(e history.Evicted) bool {
+		return taken[e.Pod] || now.Sub(e.Time) >= history.EvictedTTL
+	})
 }
 
 // mergeSnapshot merges each container of s into into[container].

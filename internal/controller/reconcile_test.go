@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/snug-dev/snug/api/v1alpha1"
+	"github.com/snug-dev/snug/internal/history"
 	tb "github.com/snug-dev/snug/internal/testbuild"
 )
 
@@ -294,5 +296,70 @@ func TestReconcileEvictsDeferred(t *testing.T) {
 				t.Error("web-2, not deferred, was evicted")
 			}
 		})
+	}
+}
+
+// TestReconcileRecordsEvictedSize: before evicting an owned pod for a
+// Deferred resize, the controller records the size that resize asked for
+// in the checkpoint, and evicts only once its cache shows the record; the
+// record goes once a replacement was admitted with it, or after
+// history.EvictedTTL.
+func TestReconcileRecordsEvictedSize(t *testing.T) {
+	e := newReconcileEnv(t)
+	pol := tb.Policy("web").Target("Deployment", "web").Mode(v1alpha1.UpdateModeInPlaceOrRecreate).Deferred(v1alpha1.DeferredActionEvict, 0).Get()
+	victim := tb.Pod("web-1").Labels("app", "web").OwnedBy("web-rs").Container("app", "700m", "", "64Mi", "").Ready().DeferredSince(t0).Get()
+	e.add(tb.Deployment("web", "app", "web"), victim,
+		tb.Pod("web-2").Labels("app", "web").OwnedBy("web-rs").Container("app", "100m", "", "64Mi", "").Ready().Get(), pol)
+	records := func() []history.Evicted {
+		cm, err := e.cs.CoreV1().ConfigMaps(tb.Namespace).Get(t.Context(), history.CheckpointName("web"), metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("reading the checkpoint: %v", err)
+		}
+		list, err := history.CheckpointEvicted(cm.Data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return list
+	}
+	e.clock.Step(time.Second)
+	e.reconcile("web") // writes the checkpoint, then the record
+	if !e.podExists("web-1") {
+		t.Fatal("evicted before the size was recorded")
+	}
+	list := records()
+	if len(list) != 1 || list[0].UID != victim.UID || list[0].Owner != "uid-web-rs" {
+		t.Fatalf("records %+v, want one for web-1 owned by web-rs", list)
+	}
+	if q := list[0].Requests["app"][corev1.ResourceCPU]; q.String() != "700m" {
+		t.Errorf("recorded cpu %s, want the asked-for 700m", q.String())
+	}
+	e.reconcile("web")
+	if e.podExists("web-1") {
+		t.Fatal("not evicted once the record was in the cache")
+	}
+	if got := records(); len(got) != 1 {
+		t.Errorf("records %+v after the eviction, want the one kept for the replacement", got)
+	}
+
+	// The replacement, admitted with the record, takes it up.
+	a, _ := json.Marshal(history.Admission{Policy: "web", Containers: []history.AdmittedContainer{{Name: "app"}}, Evicted: "web-1"})
+	repl := tb.Pod("web-3").Labels("app", "web").OwnedBy("web-rs").Container("app", "700m", "", "64Mi", "").Ready().Get()
+	repl.Annotations = map[string]string{history.AdmissionAnnotation: string(a)}
+	if err := e.c.factory.Core().V1().Pods().Informer().GetStore().Delete(victim); err != nil {
+		t.Fatal(err)
+	}
+	e.add(repl)
+	e.reconcile("web")
+	if got := records(); len(got) != 0 {
+		t.Errorf("records %+v after the replacement was admitted with it, want none", got)
+	}
+
+	// Expiry: a record nobody took up goes after the TTL.
+	left := []history.Evicted{{Pod: "web-9", UID: "uid-web-9", Owner: "uid-web-rs", Time: e.clock.Now()}}
+	if got := liveEvicted(left, nil, e.clock.Now().Add(history.EvictedTTL-time.Second)); len(got) != 1 {
+		t.Errorf("record dropped before its TTL: %+v", got)
+	}
+	if got := liveEvicted(left, nil, e.clock.Now().Add(history.EvictedTTL)); len(got) != 0 {
+		t.Errorf("record kept past its TTL: %+v", got)
 	}
 }

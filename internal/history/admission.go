@@ -23,6 +23,9 @@ type Admission struct {
 	Generation int64  `json:"generation"`
 	// Containers lists what changed, container by container.
 	Containers []AdmittedContainer `json:"containers"`
+	// Evicted names the pod, evicted for a Deferred resize, whose
+	// asked-for size (EvictedKey) the pod started at no less than.
+	Evicted string `json:"evicted,omitempty"`
 }
 
 // AdmittedContainer is one container's change at admission.

@@ -45,6 +45,14 @@ func (b *PodBuilder) LabelSet(m map[string]string) *PodBuilder {
 	return b
 }
 
+// OwnedBy makes the pod's controller the ReplicaSet name, with UID
+// "uid-"+name.
+func (b *PodBuilder) OwnedBy(name string) *PodBuilder {
+	yes := true
+	b.pod.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: name, UID: types.UID("uid-" + name), Controller: &yes}}
+	return b
+}
+
 // Node binds the pod to node.
 func (b *PodBuilder) Node(node string) *PodBuilder { b.pod.Spec.NodeName = node; return b }
 

@@ -141,7 +141,7 @@ func deploymentRef(name string) *v1alpha1.CrossVersionObjectReference {
 
 // createSleepDeployment runs busybox sleeping in replicas pods requesting
 // cpuRequest, with a 1-CPU limit, resizable in place, labelled app=name.
-func createSleepDeployment(t *testing.T, ns, name string, replicas int32, cpuRequest string) {
+func createSleepDeployment(t *testing.T, ns, name string, replicas int32, cpuRequest string, edit ...func(*corev1.PodSpec)) {
 	t.Helper()
 	l := map[string]string{"app": name}
 	d := &appsv1.Deployment{
@@ -168,6 +168,9 @@ func createSleepDeployment(t *testing.T, ns, name string, replicas int32, cpuReq
 				},
 			},
 		},
+	}
+	for _, f := range edit {
+		f(&d.Spec.Template.Spec)
 	}
 	if _, err := client.AppsV1().Deployments(ns).Create(t.Context(), d, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("creating deployment %s: %v", name, err)
@@ -438,16 +441,7 @@ func testControllerEvict(t *testing.T, pc *policyclient.Client) {
 
 	createSleepDeployment(t, ns, "ev", 2, "100m")
 	pods := readyPods(t, ns, "ev", 2)
-	pdb := &policyv1.PodDisruptionBudget{
-		ObjectMeta: metav1.ObjectMeta{Name: "ev"},
-		Spec: policyv1.PodDisruptionBudgetSpec{
-			MinAvailable: ptr.To(intstr.FromInt32(2)),
-			Selector:     &metav1.LabelSelector{MatchLabels: map[string]string{"app": "ev"}},
-		},
-	}
-	if _, err := client.PolicyV1().PodDisruptionBudgets(ns).Create(ctx, pdb, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("creating PDB: %v", err)
-	}
+	createPDB(t, ns, "ev", 2)
 	waitPDB(t, ns, "ev", 0)
 
 	// The filler takes what the two pods leave but 300m.
@@ -513,7 +507,7 @@ func testControllerEvict(t *testing.T, pc *policyclient.Client) {
 	}
 
 	// The budget now allows one disruption: the pod is evicted.
-	pdb, err = client.PolicyV1().PodDisruptionBudgets(ns).Get(ctx, "ev", metav1.GetOptions{})
+	pdb, err := client.PolicyV1().PodDisruptionBudgets(ns).Get(ctx, "ev", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -531,7 +525,20 @@ func testControllerEvict(t *testing.T, pc *policyclient.Client) {
 	}
 	t.Logf("evicted %.1fs after the PDB allowed it", time.Since(start).Seconds())
 	waitEvent(t, ns, "ev", controller.EventEvicted)
-	// The replacement has the template's size and fits.
+	// The replacement is admitted at the size the Deferred resize asked
+	// for; on this one full node it cannot be scheduled until room is made.
+	repl := replacementOf(t, ns, "ev", pods)
+	checkEvictedSize(t, repl, victim.Name, "700m")
+	waitPod(t, ns, repl.Name, "unschedulable at 700m", func(p *corev1.Pod) bool {
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+				t.Logf("replacement %s: %s", p.Name, c.Message)
+				return true
+			}
+		}
+		return false
+	})
+	deletePod(t, ns, "filler")
 	readyPods(t, ns, "ev", 2)
 	m := scrapeMetrics(t)
 	for _, want := range []string{
@@ -543,6 +550,60 @@ func testControllerEvict(t *testing.T, pc *policyclient.Client) {
 	// The sibling was never touched: one eviction, for the deferred pod.
 	if _, err := client.CoreV1().Pods(ns).Get(ctx, pods[1].Name, metav1.GetOptions{}); err != nil {
 		t.Errorf("sibling %s: %v", pods[1].Name, err)
+	}
+}
+
+// replacementOf waits for a pod labelled app=name that is none of old and
+// is not being deleted, and returns it.
+func replacementOf(t *testing.T, ns, name string, old []corev1.Pod) *corev1.Pod {
+	t.Helper()
+	var got *corev1.Pod
+	err := wait.PollUntilContextTimeout(t.Context(), 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		list, err := client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=" + name})
+		if err != nil {
+			return false, nil
+		}
+		for i, p := range list.Items {
+			if p.DeletionTimestamp == nil && !slices.ContainsFunc(old, func(o corev1.Pod) bool { return o.UID == p.UID }) {
+				got = &list.Items[i]
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("waiting for a replacement pod of %s: %v", name, err)
+	}
+	return got
+}
+
+// checkEvictedSize checks that the admission webhook started a replacement
+// at the cpu request its evicted predecessor's Deferred resize asked for,
+// and said so in its annotation.
+func checkEvictedSize(t *testing.T, pod *corev1.Pod, evicted, cpu string) {
+	t.Helper()
+	check(t, "replacement cpu request", pod.Spec.Containers[0].Resources.Requests.Cpu().String(), cpu)
+	a, ok, err := history.ParseAdmission(pod)
+	if !ok || err != nil {
+		t.Fatalf("replacement %s has no admission annotation (%v): %v", pod.Name, ok, err)
+	}
+	check(t, "admission annotation's evicted pod", a.Evicted, evicted)
+	t.Logf("replacement %s admitted: %s (evicted %s)", pod.Name, a, a.Evicted)
+}
+
+// createPDB creates a PodDisruptionBudget for the pods labelled app=name
+// that keeps minAvailable of them.
+func createPDB(t *testing.T, ns, name string, minAvailable int32) {
+	t.Helper()
+	pdb := &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: policyv1.PodDisruptionBudgetSpec{
+			MinAvailable: ptr.To(intstr.FromInt32(minAvailable)),
+			Selector:     &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
+		},
+	}
+	if _, err := client.PolicyV1().PodDisruptionBudgets(ns).Create(t.Context(), pdb, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating PDB %s: %v", name, err)
 	}
 }
 
