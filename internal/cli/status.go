@@ -257,7 +257,7 @@ func printStatus(out io.Writer, rows []statusRow, format string, allNamespaces b
 	if format == "wide" {
 		head = append(head, "CPU DESIRED", "CPU ALLOC", "CPU ACTUAL", "MEM DESIRED", "MEM ALLOC", "MEM ACTUAL", "STATE", "RESTARTS", "NODE", "MESSAGE")
 	} else {
-		head = append(head, "CPU", "MEMORY", "STATE", "RESTARTS")
+		head = append(head, "CPU", "MEMORY", "STATE", "RESTARTS", "NODE")
 	}
 	fmt.Fprintln(tw, strings.Join(head, "\t"))
 	for _, row := range rows {
@@ -272,7 +272,7 @@ func printStatus(out io.Writer, rows []statusRow, format string, allNamespaces b
 				pairOf(row.Desired, corev1.ResourceMemory), qtyOf(row.Allocated, corev1.ResourceMemory), row.actualPair(corev1.ResourceMemory),
 				stateWithoutMessage(row), fmt.Sprint(row.Restarts), row.Node, orDash(row.Message))
 		} else {
-			f = append(f, row.cell(corev1.ResourceCPU), row.cell(corev1.ResourceMemory), truncate(row.State, 70), fmt.Sprint(row.Restarts))
+			f = append(f, row.cell(corev1.ResourceCPU), row.cell(corev1.ResourceMemory), truncate(row.State, 70), fmt.Sprint(row.Restarts), orDash(row.Node))
 		}
 		fmt.Fprintln(tw, strings.Join(f, "\t"))
 	}

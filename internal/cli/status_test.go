@@ -53,12 +53,12 @@ func TestStatusTable(t *testing.T) {
 	if err := printStatus(&out, statusRows(statusFixtures(), statusNow), "table", false); err != nil {
 		t.Fatal(err)
 	}
-	want := `POD         CONTAINER  QOS        CPU                                        MEMORY                         STATE                                    RESTARTS
-infeasible  app        Burstable  700m/1400m (alloc 250m, actual 250m/500m)  64Mi/128Mi                     Infeasible 40s                           0
-failing     app        Burstable  250m/500m                                  64Mi/64Mi (actual 64Mi/128Mi)  Error 5s: cannot decrease memory limits  2
-deferred    app        Burstable  700m/1400m (alloc 250m, actual 250m/500m)  64Mi/128Mi                     Deferred 3m12s                           0
-starting    app        Burstable  250m/500m                                  64Mi/128Mi                     Pending                                  0
-a-synced    app        Burstable  250m/500m                                  64Mi/128Mi                     Synced                                   0
+	want := `POD         CONTAINER  QOS        CPU                                        MEMORY                         STATE                                    RESTARTS  NODE
+infeasible  app        Burstable  700m/1400m (alloc 250m, actual 250m/500m)  64Mi/128Mi                     Infeasible 40s                           0         n1
+failing     app        Burstable  250m/500m                                  64Mi/64Mi (actual 64Mi/128Mi)  Error 5s: cannot decrease memory limits  2         n1
+deferred    app        Burstable  700m/1400m (alloc 250m, actual 250m/500m)  64Mi/128Mi                     Deferred 3m12s                           0         n1
+starting    app        Burstable  250m/500m                                  64Mi/128Mi                     Pending                                  0         n1
+a-synced    app        Burstable  250m/500m                                  64Mi/128Mi                     Synced                                   0         n1
 `
 	if diff := cmp.Diff(want, out.String()); diff != "" {
 		t.Errorf("table (-want +got):\n%s", diff)

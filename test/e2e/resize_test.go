@@ -318,14 +318,15 @@ func TestStatusCLI(t *testing.T) {
 	out, _, code = runSnug(t, "status", "-n", ns)
 	check(t, "status exit code", code, 0)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	checkMatch(t, "header", lines[0], `^POD\s+CONTAINER\s+QOS\s+CPU\s+MEMORY\s+STATE\s+RESTARTS$`)
+	checkMatch(t, "header", lines[0], `^POD\s+CONTAINER\s+QOS\s+CPU\s+MEMORY\s+STATE\s+RESTARTS\s+NODE$`)
+	node := `\s+` + regexp.QuoteMeta(labOpts.NodeName) + `$`
 	first := 1
 	if minor < 36 {
-		checkMatch(t, "first row", lines[1], `^infeasible\s+app\s+Guaranteed\s+3/3 \(alloc 100m, actual 100m/100m\)\s+32Mi/32Mi\s+Infeasible \d+s\s+0$`)
+		checkMatch(t, "first row", lines[1], `^infeasible\s+app\s+Guaranteed\s+3/3 \(alloc 100m, actual 100m/100m\)\s+32Mi/32Mi\s+Infeasible \d+s\s+0`+node)
 		first = 2
 	}
-	checkMatch(t, "deferred row", lines[first], `^deferred\s+app\s+Guaranteed\s+700m/700m \(alloc 100m, actual 100m/100m\)\s+32Mi/32Mi\s+Deferred \d+s\s+0$`)
-	checkMatch(t, "synced row", lines[first+1], `^a-synced\s+app\s+Burstable\s+100m/-\s+16Mi/-\s+Synced\s+0$`)
+	checkMatch(t, "deferred row", lines[first], `^deferred\s+app\s+Guaranteed\s+700m/700m \(alloc 100m, actual 100m/100m\)\s+32Mi/32Mi\s+Deferred \d+s\s+0`+node)
+	checkMatch(t, "synced row", lines[first+1], `^a-synced\s+app\s+Burstable\s+100m/-\s+16Mi/-\s+Synced\s+0`+node)
 
 	// --watch prints at once and keeps running until stopped.
 	wctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
