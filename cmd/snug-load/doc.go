@@ -1,5 +1,7 @@
 // Command snug-load is the lab's workload: it burns a given number of CPU
-// millicores and holds a given amount of touched memory, both changeable at
+// millicores and holds a given amount of touched memory (and, with
+// --cache, keeps re-reading a file of a given size: a page-cache working
+// set), all changeable at
 // run time through a control directory or HTTP, so that snug's resizes can
 // be driven and watched. It is static (CGO_ENABLED=0) and imports only the
 // standard library and internal/loadgen, since it runs in a hand-made image
@@ -9,7 +11,7 @@
 //
 // Usage:
 //
-//	snug-load [--cpu 300m] [--memory 100Mi] [--control-dir /control]
+//	snug-load [--cpu 300m] [--memory 100Mi] [--cache 64Mi [--cache-dir DIR]] [--control-dir /control]
 //	          [--listen :8080] [--marker PATH] [--pod-name NAME]
 //	snug-load pause
 //	snug-load mirror-cgroups --to DIR [--from /sys/fs/cgroup] [--sub kubepods.slice] [--interval 100ms]

@@ -17,17 +17,19 @@ type (
 // methods are safe for concurrent use: the control directory and the HTTP
 // endpoint may race, and the last change wins.
 type Generator struct {
-	cpu cpuSetter
-	mem memSetter
-	log io.Writer
+	cpu   cpuSetter
+	mem   memSetter
+	cache memSetter
+	log   io.Writer
 
 	mu  sync.Mutex
 	cur Targets
 }
 
-// NewGenerator returns an idle generator driving cpu and mem.
-func NewGenerator(cpu cpuSetter, mem memSetter, log io.Writer) *Generator {
-	return &Generator{cpu: cpu, mem: mem, log: log}
+// NewGenerator returns an idle generator driving cpu, mem and cache (the
+// page-cache file).
+func NewGenerator(cpu cpuSetter, mem, cache memSetter, log io.Writer) *Generator {
+	return &Generator{cpu: cpu, mem: mem, cache: cache, log: log}
 }
 
 // Start applies t and logs it even if nothing changed, so the log always
@@ -63,6 +65,7 @@ func (g *Generator) set(t Targets) {
 	// Memory first: when both shrink, CPU keeps burning a moment longer
 	// than memory stays; when both grow, memory is in place before CPU.
 	g.mem.SetBytes(t.MemBytes)
+	g.cache.SetBytes(t.CacheBytes)
 	g.cpu.SetMillis(t.CPUMillis)
 	g.cur = t
 }

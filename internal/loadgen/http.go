@@ -12,14 +12,15 @@ type status struct {
 	Memory      string `json:"memory"`
 	CPUMillis   int64  `json:"cpuMillis"`
 	MemoryBytes int64  `json:"memoryBytes"`
+	CacheBytes  int64  `json:"cacheBytes,omitempty"`
 }
 
 func statusOf(t Targets) status {
-	return status{FormatCPU(t.CPUMillis), FormatMemory(t.MemBytes), t.CPUMillis, t.MemBytes}
+	return status{FormatCPU(t.CPUMillis), FormatMemory(t.MemBytes), t.CPUMillis, t.MemBytes, t.CacheBytes}
 }
 
 // Handler serves g's targets at "/": GET returns them as JSON; PUT or POST
-// with cpu and/or memory (query or form parameters, e.g.
+// with cpu, memory and/or cache (query or form parameters, e.g.
 // /?cpu=300m&memory=100Mi) sets them and returns the targets in force.
 func Handler(g *Generator) http.Handler {
 	mux := http.NewServeMux()

@@ -13,7 +13,7 @@ import (
 
 func TestHandler(t *testing.T) {
 	var fake fakeLoad
-	g := NewGenerator(&fake, &fake, io.Discard)
+	g := NewGenerator(&fake, &fake, &fakeCache{}, io.Discard)
 	g.Start(Targets{CPUMillis: 100})
 	srv := httptest.NewServer(Handler(g))
 	defer srv.Close()
@@ -24,11 +24,11 @@ func TestHandler(t *testing.T) {
 		want                       *status // JSON body, if 200
 		wantBody                   string  // substring of an error body
 	}{
-		{"get", "GET", "/", "", 200, &status{"100m", "0", 100, 0}, ""},
-		{"put both", "PUT", "/?cpu=300m&memory=100Mi", "", 200, &status{"300m", "100Mi", 300, 100 << 20}, ""},
-		{"post cpu", "POST", "/?cpu=1.5", "", 200, &status{"1500m", "100Mi", 1500, 100 << 20}, ""},
-		{"post form", "POST", "/", "memory=104857600", 200, &status{"1500m", "100Mi", 1500, 100 << 20}, ""},
-		{"get after", "GET", "/", "", 200, &status{"1500m", "100Mi", 1500, 100 << 20}, ""},
+		{"get", "GET", "/", "", 200, &status{"100m", "0", 100, 0, 0}, ""},
+		{"put both", "PUT", "/?cpu=300m&memory=100Mi", "", 200, &status{"300m", "100Mi", 300, 100 << 20, 0}, ""},
+		{"post cpu", "POST", "/?cpu=1.5", "", 200, &status{"1500m", "100Mi", 1500, 100 << 20, 0}, ""},
+		{"post form", "POST", "/", "memory=104857600", 200, &status{"1500m", "100Mi", 1500, 100 << 20, 0}, ""},
+		{"get after", "GET", "/", "", 200, &status{"1500m", "100Mi", 1500, 100 << 20, 0}, ""},
 		{"nothing", "PUT", "/", "", 400, nil, "nothing to set"},
 		{"bad cpu", "PUT", "/?cpu=lots", "", 400, nil, `parsing cpu "lots"`},
 		{"unknown", "PUT", "/?disk=1", "", 400, nil, `unknown key "disk"`},

@@ -16,8 +16,10 @@ import (
 
 // Options configures Run.
 type Options struct {
-	// CPU and Memory are the initial targets, as quantities.
-	CPU, Memory string
+	// CPU, Memory and Cache are the initial targets, as quantities.
+	CPU, Memory, Cache string
+	// CacheDir holds the page-cache file (Cache.Dir).
+	CacheDir string
 	// ControlDir is polled for the file PodName, else the file "all".
 	ControlDir string
 	// PodName picks this pod's own control file; usually $POD_NAME.
@@ -36,6 +38,7 @@ func NewOptions() Options {
 	return Options{
 		CPU:          "0",
 		Memory:       "0",
+		Cache:        "0",
 		ControlDir:   "/control",
 		PollInterval: 50 * time.Millisecond,
 		Listen:       ":8080",
@@ -46,6 +49,8 @@ func NewOptions() Options {
 func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.CPU, "cpu", o.CPU, "initial CPU to burn, e.g. 300m or 1.5")
 	fs.StringVar(&o.Memory, "memory", o.Memory, "initial memory to hold, e.g. 100Mi")
+	fs.StringVar(&o.Cache, "cache", o.Cache, "initial size of a file to keep reading, e.g. 64Mi: a page-cache working set, which thrashes (memory pressure) when it does not fit under the memory limit beside --memory")
+	fs.StringVar(&o.CacheDir, "cache-dir", o.CacheDir, "directory of that file (default the temporary directory)")
 	fs.StringVar(&o.ControlDir, "control-dir", o.ControlDir, "directory polled for the file $POD_NAME, else 'all', holding e.g. 'cpu=300m memory=100Mi'")
 	fs.StringVar(&o.PodName, "pod-name", o.PodName, "this pod's control file name (default $POD_NAME)")
 	fs.DurationVar(&o.PollInterval, "poll-interval", o.PollInterval, "how often to read the control directory")
@@ -68,6 +73,9 @@ func (o *Options) initial() (Targets, error) {
 	if err := u.Set("memory", o.Memory); err != nil {
 		return Targets{}, fmt.Errorf("--memory: %w", err)
 	}
+	if err := u.Set("cache", o.Cache); err != nil {
+		return Targets{}, fmt.Errorf("--cache: %w", err)
+	}
 	if o.PollInterval <= 0 {
 		return Targets{}, errors.New("--poll-interval must be positive")
 	}
@@ -89,7 +97,9 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 	}
 	burner := &Burner{}
 	defer burner.SetMillis(0)
-	g := NewGenerator(burner, &Memory{}, stdout)
+	cache := &Cache{Dir: o.CacheDir}
+	defer cache.SetBytes(0)
+	g := NewGenerator(burner, &Memory{}, cache, stdout)
 	g.Start(initial)
 
 	if o.Listen != "" {
@@ -113,7 +123,7 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 	tick := time.NewTicker(o.PollInterval)
 	defer tick.Stop()
 	var w controlWatcher
-	var lastErr string
+	var lastErr, lastCacheErr string
 	for {
 		select {
 		case <-ctx.Done():
@@ -136,6 +146,10 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 		}
 		if ok {
 			g.Apply(u)
+		}
+		if err := cache.Err(); err != nil && err.Error() != lastCacheErr {
+			fmt.Fprintf(stderr, "keeping the cache file: %v\n", err)
+			lastCacheErr = err.Error()
 		}
 	}
 }

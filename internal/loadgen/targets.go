@@ -11,22 +11,30 @@ import (
 type Targets struct {
 	CPUMillis int64
 	MemBytes  int64
+	// CacheBytes is the file kept in the page cache and read over and
+	// over (Cache).
+	CacheBytes int64
 }
 
 // String returns the targets as the control syntax and log line,
-// e.g. "cpu=300m memory=100Mi".
+// e.g. "cpu=300m memory=100Mi" ("cache=..." follows when it is set).
 func (t Targets) String() string {
-	return "cpu=" + FormatCPU(t.CPUMillis) + " memory=" + FormatMemory(t.MemBytes)
+	s := "cpu=" + FormatCPU(t.CPUMillis) + " memory=" + FormatMemory(t.MemBytes)
+	if t.CacheBytes > 0 {
+		s += " cache=" + FormatMemory(t.CacheBytes)
+	}
+	return s
 }
 
 // Update changes some targets; a nil field leaves that target as it is.
 type Update struct {
-	CPUMillis *int64
-	MemBytes  *int64
+	CPUMillis  *int64
+	MemBytes   *int64
+	CacheBytes *int64
 }
 
 // Empty reports whether u changes nothing.
-func (u Update) Empty() bool { return u.CPUMillis == nil && u.MemBytes == nil }
+func (u Update) Empty() bool { return u.CPUMillis == nil && u.MemBytes == nil && u.CacheBytes == nil }
 
 // Apply returns t with u's fields set.
 func (u Update) Apply(t Targets) Targets {
@@ -36,10 +44,13 @@ func (u Update) Apply(t Targets) Targets {
 	if u.MemBytes != nil {
 		t.MemBytes = *u.MemBytes
 	}
+	if u.CacheBytes != nil {
+		t.CacheBytes = *u.CacheBytes
+	}
 	return t
 }
 
-// Set sets key ("cpu" or "memory") to the quantity value.
+// Set sets key ("cpu", "memory" or "cache") to the quantity value.
 func (u *Update) Set(key, value string) error {
 	switch key {
 	case "cpu":
@@ -60,8 +71,17 @@ func (u *Update) Set(key, value string) error {
 			return err
 		}
 		u.MemBytes = &v
+	case "cache":
+		if u.CacheBytes != nil {
+			return errors.New("cache given twice")
+		}
+		v, err := ParseMemory(value)
+		if err != nil {
+			return err
+		}
+		u.CacheBytes = &v
 	default:
-		return fmt.Errorf("unknown key %q (want cpu or memory)", key)
+		return fmt.Errorf("unknown key %q (want cpu, memory or cache)", key)
 	}
 	return nil
 }
@@ -71,7 +91,7 @@ const maxSpecBytes = 4096
 
 // ParseUpdate reads the control syntax: key=value pairs separated by
 // spaces, commas, semicolons or newlines, e.g. "cpu=300m memory=100Mi".
-// Either key may be left out. A '#' starts a comment to the end of the line.
+// Any key may be left out. A '#' starts a comment to the end of the line.
 func ParseUpdate(r io.Reader) (Update, error) {
 	data, err := io.ReadAll(io.LimitReader(r, maxSpecBytes+1))
 	if err != nil {

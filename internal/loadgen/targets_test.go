@@ -16,11 +16,12 @@ func TestParseUpdate(t *testing.T) {
 		want    Update
 		wantErr string
 	}{
-		{"both", "cpu=300m memory=100Mi", Update{ptr(300), ptr(100 << 20)}, ""},
+		{"both", "cpu=300m memory=100Mi", Update{CPUMillis: ptr(300), MemBytes: ptr(100 << 20)}, ""},
 		{"cpu only", "cpu=1\n", Update{CPUMillis: ptr(1000)}, ""},
 		{"memory only", "memory=104857600", Update{MemBytes: ptr(104857600)}, ""},
-		{"separators", " cpu=2,memory=1Gi;\r\n", Update{ptr(2000), ptr(1 << 30)}, ""},
-		{"lines and comments", "# load\ncpu=500m # half\n\nmemory=0\n", Update{ptr(500), ptr(0)}, ""},
+		{"cache", "memory=100Mi cache=64Mi", Update{MemBytes: ptr(100 << 20), CacheBytes: ptr(64 << 20)}, ""},
+		{"separators", " cpu=2,memory=1Gi;\r\n", Update{CPUMillis: ptr(2000), MemBytes: ptr(1 << 30)}, ""},
+		{"lines and comments", "# load\ncpu=500m # half\n\nmemory=0\n", Update{CPUMillis: ptr(500), MemBytes: ptr(0)}, ""},
 		{"empty", "", Update{}, ""},
 		{"blank", " \n\t\n", Update{}, ""},
 		{"unknown key", "cpu=1 disk=5", Update{}, `unknown key "disk"`},
@@ -57,16 +58,20 @@ func TestUpdateApply(t *testing.T) {
 		want Targets
 	}{
 		{Update{}, cur},
-		{Update{CPUMillis: ptr(5)}, Targets{5, 200}},
-		{Update{MemBytes: ptr(0)}, Targets{100, 0}},
-		{Update{ptr(1), ptr(2)}, Targets{1, 2}},
+		{Update{CPUMillis: ptr(5)}, Targets{5, 200, 0}},
+		{Update{MemBytes: ptr(0)}, Targets{100, 0, 0}},
+		{Update{CPUMillis: ptr(1), MemBytes: ptr(2)}, Targets{1, 2, 0}},
+		{Update{CacheBytes: ptr(3)}, Targets{100, 200, 3}},
 	}
 	for _, tt := range tests {
 		if got := tt.u.Apply(cur); got != tt.want {
 			t.Errorf("%+v.Apply(%v) = %v, want %v", tt.u, cur, got, tt.want)
 		}
 	}
-	if got, want := (Targets{300, 100 << 20}).String(), "cpu=300m memory=100Mi"; got != want {
+	if got, want := (Targets{300, 100 << 20, 0}).String(), "cpu=300m memory=100Mi"; got != want {
+		t.Errorf("String() = %q, want %q", got, want)
+	}
+	if got, want := (Targets{300, 100 << 20, 64 << 20}).String(), "cpu=300m memory=100Mi cache=64Mi"; got != want {
 		t.Errorf("String() = %q, want %q", got, want)
 	}
 }

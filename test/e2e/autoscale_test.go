@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -59,7 +60,86 @@ func autoscaleSuite(t *testing.T, node string) {
 	t.Run("memory, BestEffort, Guaranteed", func(t *testing.T) {
 		testAutoscaleBarePods(t, pc, ag, ns, node)
 	})
+	if node != "" && node != labOpts.NodeName {
+		// PSI: the cgroup-v2 node has it, the first node does not.
+		t.Run("memory pressure before the near-limit threshold", func(t *testing.T) {
+			testAutoscalePressure(t, pc, ag, ns, node)
+		})
+	}
 	ag.logCost(t)
+}
+
+// testAutoscalePressure: snug-load holds 100Mi under a 128Mi limit (a
+// working set about 80 % of the limit: past the 25 % of headroom within
+// which stalls count, short of the near-limit threshold's 10 %) and keeps
+// re-reading a 64Mi file that cannot stay in the page cache beside it.
+// The refaults are memory stalls; the agent grows memory on PSI, in place,
+// before the working set comes near the limit. It prints which signal
+// fired first.
+func testAutoscalePressure(t *testing.T, pc *policyclient.Client, ag *agentProc, ns, node string) {
+	labels := map[string]string{"snug-e2e": "psi"}
+	// The 100Mi is held before a policy covers the pod: filling it is
+	// slow in the guest, and the fill is a rise the agent would grow on.
+	pod := createLoadPod(t, ns, loadPod{name: "psi", node: node, labels: labels, args: []string{"--memory=100Mi"},
+		cpuRequest: "100m", cpuLimit: "500m", memRequest: "64Mi", memLimit: "128Mi"})
+	id := getPod(t, ns, pod).Status.ContainerStatuses[0].ContainerID
+	ag.waitAutoscale(t, ns, pod, 2*time.Minute, func(c agent.ContainerJSON) bool {
+		n := 0
+		for _, p := range c.History {
+			if p.MemoryWorkingSetBytes >= 100<<20 {
+				n++
+			}
+		}
+		return n >= 3
+	})
+	createPolicy(t, pc, ns, "psi", v1alpha1.SnugPolicySpec{
+		Selector:     &metav1.LabelSelector{MatchLabels: labels},
+		UpdatePolicy: &v1alpha1.PodUpdatePolicy{UpdateMode: v1alpha1.UpdateModeInPlace},
+	})
+	covered := time.Now()
+	ag.waitAutoscale(t, ns, pod, time.Minute, func(c agent.ContainerJSON) bool {
+		return c.Autoscale != nil && len(ratePointsAfter(c.History, covered)) >= 2
+	})
+	if c := ag.waitAutoscale(t, ns, pod, time.Minute, func(agent.ContainerJSON) bool { return true }); len(appliedAfter(c.Autoscale, covered)) > 0 {
+		t.Fatalf("the agent resized the pod before the cache load: %+v", appliedAfter(c.Autoscale, covered))
+	}
+	step := writeLoad(t, pod, "memory=100Mi cache=64Mi")
+	c := ag.waitAutoscale(t, ns, pod, 3*time.Minute, func(c agent.ContainerJSON) bool {
+		_, ok := memoryGrownAfter(c.Autoscale, step, 128<<20)
+		return ok
+	})
+	first, _ := memoryGrownAfter(c.Autoscale, step, 128<<20)
+	signal := "other"
+	switch {
+	case strings.Contains(first.Plan, "memory stalled"):
+		signal = "PSI (MemoryPressure)"
+	case strings.Contains(first.Plan, "memory working set") && strings.Contains(first.Plan, "is within"):
+		signal = "working set near the limit (MemoryNearLimit)"
+	case strings.Contains(first.Plan, "would reach"):
+		signal = "working set rising (MemoryCreep)"
+	case strings.Contains(first.Plan, "oom kill"):
+		signal = "OOM kill"
+	}
+	var ws uint64
+	var stalled float64
+	for _, p := range c.History {
+		if !p.Time.After(first.DecidedAt) && p.Time.After(step) {
+			ws = p.MemoryWorkingSetBytes
+			if p.Pressure != nil {
+				stalled = p.Pressure.Memory.SomeStalledFraction
+			}
+		}
+	}
+	t.Logf("PSI %s: first signal to fire: %s, %.2fs after the step (working set %.1f MiB of 128 MiB, memory stalled %.0f%% of the sample); %s; limit now %.1f MiB, oom kills %d",
+		labOpts.KubernetesVersion, signal, first.DecidedAt.Sub(step).Seconds(), float64(ws)/(1<<20), stalled*100, first.Plan,
+		float64(first.Containers["app"].MemoryLimitBytes)/(1<<20), c.Latest.OOMKills)
+	if !strings.HasPrefix(signal, "PSI") {
+		t.Errorf("memory grown first on %s, want PSI: %s", signal, first.Plan)
+	}
+	if c.Latest.OOMKills != 0 {
+		t.Errorf("%d oom kills, want none", c.Latest.OOMKills)
+	}
+	assertInPlace(t, ns, pod, id, corev1.PodQOSBurstable)
 }
 
 // placedOn are the tolerations of a pod placed on node: the cgroup-v2
@@ -161,12 +241,8 @@ func testAutoscaleBarePods(t *testing.T, pc *policyclient.Client, ag *agentProc,
 	memStep := writeLoad(t, mem, "memory=58Mi")
 	guStep := writeLoad(t, gu, "cpu=300m")
 	c := ag.waitAutoscale(t, ns, mem, 2*time.Minute, func(c agent.ContainerJSON) bool {
-		for _, r := range appliedAfter(c.Autoscale, memStep) {
-			if r.Containers["app"].MemoryLimitBytes > 64<<20 {
-				return true
-			}
-		}
-		return false
+		_, ok := memoryGrownAfter(c.Autoscale, memStep, 64<<20)
+		return ok
 	})
 	for _, r := range appliedAfter(c.Autoscale, memStep) {
 		t.Logf("memory: %s, decided %.2fs after the step, applied %.2fs after the decision", r.Plan, r.DecidedAt.Sub(memStep).Seconds(), r.DecisionToAppliedSeconds)
@@ -328,6 +404,17 @@ func (a *agentProc) waitAutoscale(t *testing.T, ns, pod string, timeout time.Dur
 		return cond(got), nil
 	})
 	return got
+}
+
+// memoryGrownAfter returns the first applied resize decided after t that
+// set container app's memory limit above limit.
+func memoryGrownAfter(v *agent.AutoscaleJSON, t time.Time, limit int64) (agent.ResizeJSON, bool) {
+	for _, r := range appliedAfter(v, t) {
+		if r.Containers["app"].MemoryLimitBytes > limit {
+			return r, true
+		}
+	}
+	return agent.ResizeJSON{}, false
 }
 
 // appliedAfter returns the applied resizes decided after t.

@@ -54,6 +54,9 @@ type agentProc struct {
 	pid        int
 	started    time.Time
 	startTicks uint64
+	// startCPU is the agent's process_cpu_seconds_total at started, for
+	// an agent in the cgroup-v2 node's guest (pid 0).
+	startCPU float64
 }
 
 // installSnug installs the chart (images from the lab's registry, CRDs
@@ -109,6 +112,8 @@ func installSnug(t *testing.T, o snugInstall) *agentProc {
 	if cmp.Or(o.node, labOpts.NodeName) == labOpts.NodeName {
 		a.pid = agentPID(t, s.AgentPod)
 		a.started, a.startTicks = time.Now(), cpuTicks(t, a.pid)
+	} else {
+		a.started, a.startCPU = time.Now(), a.processMetrics(t)["process_cpu_seconds_total"]
 	}
 	return a
 }
