@@ -258,6 +258,29 @@ func (s *Snug) WaitAgent(ctx context.Context, old string) error {
 	return nil
 }
 
+// AgentOn waits until the agent pod on node is Ready and answers /readyz,
+// and returns its name and HTTPS base URL: the agent of another node than
+// the install's.
+func (s *Snug) AgentOn(ctx context.Context, node string) (pod, url string, err error) {
+	if s.install == nil {
+		return "", "", errors.New("the agent on a node: snug is not installed in-cluster")
+	}
+	ctx, cancel := context.WithTimeout(ctx, Env{Timeout: s.install.Timeout}.timeout())
+	defer cancel()
+	err = poll(ctx, 200*time.Millisecond, func(ctx context.Context) (bool, error) {
+		p, err := s.readyPod(ctx, "agent", node)
+		if err != nil || p == nil {
+			return false, err
+		}
+		pod, url = p.Name, fmt.Sprintf("https://%s:%d", p.Status.PodIP, agentPort)
+		return s.httpOK(url + "/readyz"), nil
+	})
+	if err != nil {
+		return "", "", fmt.Errorf("waiting for snug's agent on %s to be ready: %w", node, err)
+	}
+	return pod, url, nil
+}
+
 // readyPod returns the component's Ready pod (on node, when given), nil
 // while there is none.
 func (s *Snug) readyPod(ctx context.Context, component, node string) (*corev1.Pod, error) {

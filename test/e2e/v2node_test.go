@@ -5,8 +5,11 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,9 +17,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
+	"github.com/snug-dev/snug/api/v1alpha1"
+	"github.com/snug-dev/snug/internal/controller"
 	"github.com/snug-dev/snug/internal/experiment"
 	"github.com/snug-dev/snug/internal/lab"
+	"github.com/snug-dev/snug/internal/resize"
 )
 
 // v2Env is newEnv for the lab's cgroup-v2 node: pods placed there (with
@@ -106,6 +115,7 @@ func TestV2Node(t *testing.T) {
 	})
 	t.Run("CPUResize", func(t *testing.T) { fieldReportCPUResize(t, v2Env(t)) })
 	t.Run("Deferred", func(t *testing.T) { fieldReportDeferred(t, v2Env(t), "1") })
+	t.Run("Evict", testTwoNodeEvict)
 	if os.Getenv("SNUG_E2E_V2") != "full" {
 		t.Log("the rest of TestV2Node runs with SNUG_E2E_V2=full (make e2e-v2)")
 		return
@@ -114,4 +124,151 @@ func TestV2Node(t *testing.T) {
 	t.Run("MemoryDecrease", func(t *testing.T) { fieldReportMemoryDecrease(t, v2Env(t)) })
 	t.Run("Agent", func(t *testing.T) { agentSuite(t, labOpts.V2.Name) })
 	t.Run("Autoscale", func(t *testing.T) { autoscaleSuite(t, labOpts.V2.Name) })
+}
+
+// testTwoNodeEvict: two Deployments on the lab's first node, which a
+// filler then fills, each with one pod resized beyond the room (Deferred).
+// Under InPlaceOrRecreate with deferred action Evict the controller evicts
+// that pod within its PodDisruptionBudget and minReplicas; the admission
+// webhook starts the replacement at the size the resize asked for, and
+// the scheduler puts it on the cgroup-v2 node, the one where that fits,
+// where it runs at that size. Under InPlace the pod is never evicted (it
+// stays Deferred under action Wait). `snug status` shows each pod's node.
+func testTwoNodeEvict(t *testing.T) {
+	ctx := t.Context()
+	pc := installPolicyCRD(t)
+	ag := installSnug(t, snugInstall{})
+	ag2 := agentOn(t, ag, labOpts.V2.Name)
+	ns := createNamespace(t, "snug-evict2-")
+	drainNamespace(t, ns)
+	first := labOpts.NodeName
+	// Both nodes may take the pods; the first is preferred, so they start
+	// there and only a pod that no longer fits goes to the other.
+	placement := func(s *corev1.PodSpec) {
+		s.Tolerations = lab.V2Tolerations()
+		s.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+			PreferredDuringSchedulingIgnoredDuringExecution: []corev1.PreferredSchedulingTerm{{Weight: 100, Preference: corev1.NodeSelectorTerm{
+				MatchExpressions: []corev1.NodeSelectorRequirement{{Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: []string{first}}},
+			}}},
+		}}
+	}
+	createSleepDeployment(t, ns, "ev", 2, "100m", placement)
+	createSleepDeployment(t, ns, "keep", 1, "100m", placement)
+	evPods, keepPods := readyPods(t, ns, "ev", 2), readyPods(t, ns, "keep", 1)
+	for _, p := range append(slices.Clone(evPods), keepPods...) {
+		if p.Spec.NodeName != first {
+			t.Fatalf("pod %s scheduled on %s, want the preferred %s", p.Name, p.Spec.NodeName, first)
+		}
+	}
+	createPDB(t, ns, "ev", 1)
+	waitPDB(t, ns, "ev", 1)
+
+	// The filler leaves 100m of the first node free, as the scheduler
+	// counts it.
+	node, err := client.CoreV1().Nodes().Get(ctx, first, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	onNode, err := client.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("spec.nodeName", first).String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	claimed := resize.Claimed(onNode.Items, "")
+	free := node.Status.Allocatable.Cpu().MilliValue() - claimed.Cpu().MilliValue()
+	createLoadPod(t, ns, loadPod{name: "filler", cpuRequest: fmt.Sprintf("%dm", free-100), memRequest: "16Mi", node: first})
+	t.Logf("first node: %dm cpu free before the filler (%dm), 100m after", free, free-100)
+
+	// One pod of each grows to 500m: Deferred, as neither fits.
+	victim, kept := evPods[0], keepPods[0]
+	for _, name := range []string{victim.Name, kept.Name} {
+		if _, err := client.CoreV1().Pods(ns).Patch(ctx, name, types.StrategicMergePatchType,
+			[]byte(`{"spec":{"containers":[{"name":"app","resources":{"requests":{"cpu":"500m"}}}]}}`), metav1.PatchOptions{}, "resize"); err != nil {
+			t.Fatalf("resizing %s: %v", name, err)
+		}
+		waitPod(t, ns, name, "resize Deferred", isDeferred)
+	}
+	deferredAt := time.Now()
+	createPolicy(t, pc, ns, "ev", v1alpha1.SnugPolicySpec{
+		TargetRef:    deploymentRef("ev"),
+		UpdatePolicy: &v1alpha1.PodUpdatePolicy{UpdateMode: v1alpha1.UpdateModeInPlaceOrRecreate, MinReplicas: ptr.To[int32](2)},
+		Behavior:     &v1alpha1.Behavior{Deferred: &v1alpha1.DeferredBehavior{Action: v1alpha1.DeferredActionEvict, AfterSeconds: ptr.To[int32](0)}},
+	})
+	// Under InPlace the API server refuses deferred action Evict (the CRD's
+	// rule); Wait keeps the agent from fitting the resize, so only an
+	// eviction could end the deferral.
+	createPolicy(t, pc, ns, "keep", v1alpha1.SnugPolicySpec{
+		TargetRef:    deploymentRef("keep"),
+		UpdatePolicy: &v1alpha1.PodUpdatePolicy{UpdateMode: v1alpha1.UpdateModeInPlace},
+		Behavior:     &v1alpha1.Behavior{Deferred: &v1alpha1.DeferredBehavior{Action: v1alpha1.DeferredActionWait, AfterSeconds: ptr.To[int32](0)}},
+	})
+
+	// InPlaceOrRecreate: evicted, and replaced on the node where 500m fits.
+	repl := replacementOf(t, ns, "ev", evPods)
+	evictedAfter := time.Since(deferredAt)
+	waitEvent(t, ns, "ev", controller.EventEvicted)
+	checkEvictedSize(t, repl, victim.Name, "500m")
+	running := waitPod(t, ns, repl.Name, "replacement running", func(p *corev1.Pod) bool {
+		return p.Status.Phase == corev1.PodRunning && len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].Ready
+	})
+	check(t, "replacement's node", running.Spec.NodeName, labOpts.V2.Name)
+	if st := running.Status.ContainerStatuses[0].Resources; st == nil || st.Requests.Cpu().MilliValue() != 500 {
+		t.Errorf("replacement's actual resources %v, want a 500m cpu request", st)
+	}
+	t.Logf("EVICT %s: %s evicted %.1fs after the policy was created; replacement %s running on %s at %s cpu %.1fs after that",
+		labOpts.KubernetesVersion, victim.Name, evictedAfter.Seconds(), running.Name, running.Spec.NodeName,
+		running.Status.ContainerStatuses[0].Resources.Requests.Cpu(), time.Since(deferredAt).Seconds()-evictedAfter.Seconds())
+	// Within the budget: the sibling was never evicted.
+	sibling := getPod(t, ns, evPods[1].Name)
+	if sibling.UID != evPods[1].UID || sibling.DeletionTimestamp != nil {
+		t.Errorf("sibling %s evicted too", evPods[1].Name)
+	}
+
+	// InPlace: never evicted. By now the controller has reconciled keep's
+	// policy with its pod Deferred many times over (its status shows it).
+	waitPolicy(t, pc, ns, "keep", "reconciled with its pod", func(p *v1alpha1.SnugPolicy) bool {
+		return p.Status.ObservedGeneration == p.Generation && hasCondition(v1alpha1.ConditionNoPodsMatched, metav1.ConditionFalse, "PodsMatched")(p)
+	})
+	still := getPod(t, ns, kept.Name)
+	if still.UID != kept.UID || still.DeletionTimestamp != nil || !isDeferred(still) || still.Status.ContainerStatuses[0].RestartCount != 0 {
+		t.Errorf("InPlace pod %s: UID %s (was %s), deleting %v, deferred %v, restarts %d: want the same pod, still Deferred, never restarted",
+			kept.Name, still.UID, kept.UID, still.DeletionTimestamp != nil, isDeferred(still), still.Status.ContainerStatuses[0].RestartCount)
+	}
+	events, err := client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("reason", controller.EventEvicted).String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range events.Items {
+		if e.InvolvedObject.Name == "keep" || e.InvolvedObject.Name == kept.Name {
+			t.Errorf("eviction under InPlace: %s %s: %s", e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Message)
+		}
+	}
+	t.Logf("InPlace pod %s still Deferred on %s, not evicted, %.1fs after the deferral", kept.Name, first, time.Since(deferredAt).Seconds())
+	// The two agents' cost over the case, side by side: the first node's
+	// (cgroup v1, cgroupfs driver) from this machine's /proc, the second's
+	// (cgroup v2, systemd driver, in the guest) from its own /metrics.
+	ag.logCost(t)
+	ag2.logCost(t)
+
+	// snug status: every pod with its node.
+	out, _, code := runSnug(t, "status", "-n", ns)
+	t.Logf("$ snug status -n %s\n%s", ns, out)
+	if code != 0 {
+		t.Fatalf("snug status exited %d", code)
+	}
+	checkMatch(t, "snug status", out, `(?m)^`+regexp.QuoteMeta(running.Name)+`\s.*\s`+regexp.QuoteMeta(labOpts.V2.Name)+`$`)
+	checkMatch(t, "snug status", out, `(?m)^`+regexp.QuoteMeta(kept.Name)+`\s.*\s`+regexp.QuoteMeta(first)+`$`)
+}
+
+// agentOn is the in-cluster agent on node of the install that a belongs
+// to, with its cost measured from now (an agent in the guest reports its
+// own).
+func agentOn(t *testing.T, a *agentProc, node string) *agentProc {
+	t.Helper()
+	pod, url, err := a.snug.AgentOn(t.Context(), node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &agentProc{base: url, token: a.token, snug: a.snug, pod: pod}
+	b.started, b.startCPU = time.Now(), b.processMetrics(t)["process_cpu_seconds_total"]
+	return b
 }
