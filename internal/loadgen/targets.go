@@ -1,7 +1,6 @@
 package loadgen
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -54,35 +53,26 @@ func (u Update) Apply(t Targets) Targets {
 func (u *Update) Set(key, value string) error {
 	switch key {
 	case "cpu":
-		if u.CPUMillis != nil {
-			return errors.New("cpu given twice")
-		}
-		v, err := ParseCPU(value)
-		if err != nil {
-			return err
-		}
-		u.CPUMillis = &v
+		return setOnce(&u.CPUMillis, key, value, ParseCPU)
 	case "memory":
-		if u.MemBytes != nil {
-			return errors.New("memory given twice")
-		}
-		v, err := ParseMemory(value)
-		if err != nil {
-			return err
-		}
-		u.MemBytes = &v
+		return setOnce(&u.MemBytes, key, value, ParseMemory)
 	case "cache":
-		if u.CacheBytes != nil {
-			return errors.New("cache given twice")
-		}
-		v, err := ParseMemory(value)
-		if err != nil {
-			return err
-		}
-		u.CacheBytes = &v
+		return setOnce(&u.CacheBytes, key, value, ParseMemory)
 	default:
 		return fmt.Errorf("unknown key %q (want cpu, memory or cache)", key)
 	}
+}
+
+// setOnce sets *dst to value parsed, unless key was given already.
+func setOnce(dst **int64, key, value string, parse func(string) (int64, error)) error {
+	if *dst != nil {
+		return fmt.Errorf("%s given twice", key)
+	}
+	v, err := parse(value)
+	if err != nil {
+		return err
+	}
+	*dst = &v
 	return nil
 }
 
