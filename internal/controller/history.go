@@ -165,7 +165,7 @@ func liveEvicted(list []history.Evicted, pods []*corev1.Pod, now time.Time) []hi
 		}
 	}
 	return slices.DeleteFunc(slices.Clone(list), func(e history.Evicted) bool {
-		return taken[e.Pod] || now.Sub(e.Time) >= history.EvictedTTL
+		return taken[e.Pod] || e.Expired(now)
 	})
 }
 

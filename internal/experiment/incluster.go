@@ -238,23 +238,11 @@ func (s *Snug) WaitAgent(ctx context.Context, old string) error {
 	if s.install == nil {
 		return errors.New("wait for the agent: snug is not installed in-cluster")
 	}
-	ctx, cancel := context.WithTimeout(ctx, Env{Timeout: s.install.Timeout}.timeout())
-	defer cancel()
-	err := poll(ctx, 200*time.Millisecond, func(ctx context.Context) (bool, error) {
-		p, err := s.readyPod(ctx, "agent", s.install.Node)
-		if err != nil || p == nil || p.Name == old {
-			return false, err
-		}
-		url := fmt.Sprintf("https://%s:%d", p.Status.PodIP, agentPort)
-		if !s.httpOK(url + "/readyz") {
-			return false, nil
-		}
-		s.AgentPod, s.AgentURL = p.Name, url
-		return true, nil
-	})
+	pod, url, err := s.waitAgentOn(ctx, s.install.Node, old)
 	if err != nil {
 		return fmt.Errorf("waiting for an agent pod to replace %s: %w", old, err)
 	}
+	s.AgentPod, s.AgentURL = pod, url
 	return nil
 }
 
@@ -265,20 +253,28 @@ func (s *Snug) AgentOn(ctx context.Context, node string) (pod, url string, err e
 	if s.install == nil {
 		return "", "", errors.New("the agent on a node: snug is not installed in-cluster")
 	}
+	pod, url, err = s.waitAgentOn(ctx, node, "")
+	if err != nil {
+		return "", "", fmt.Errorf("waiting for snug's agent on %s to be ready: %w", node, err)
+	}
+	return pod, url, nil
+}
+
+// waitAgentOn waits, within the install's timeout, until a Ready agent pod
+// other than old runs on node and answers /readyz, and returns its name and
+// HTTPS base URL.
+func (s *Snug) waitAgentOn(ctx context.Context, node, old string) (pod, url string, err error) {
 	ctx, cancel := context.WithTimeout(ctx, Env{Timeout: s.install.Timeout}.timeout())
 	defer cancel()
 	err = poll(ctx, 200*time.Millisecond, func(ctx context.Context) (bool, error) {
 		p, err := s.readyPod(ctx, "agent", node)
-		if err != nil || p == nil {
+		if err != nil || p == nil || p.Name == old {
 			return false, err
 		}
 		pod, url = p.Name, fmt.Sprintf("https://%s:%d", p.Status.PodIP, agentPort)
 		return s.httpOK(url + "/readyz"), nil
 	})
-	if err != nil {
-		return "", "", fmt.Errorf("waiting for snug's agent on %s to be ready: %w", node, err)
-	}
-	return pod, url, nil
+	return pod, url, err
 }
 
 // readyPod returns the component's Ready pod (on node, when given), nil

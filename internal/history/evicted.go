@@ -39,6 +39,9 @@ type Evicted struct {
 	Requests map[string]corev1.ResourceList `json:"requests"`
 }
 
+// Expired reports whether the record is older than EvictedTTL at now.
+func (e Evicted) Expired(now time.Time) bool { return now.Sub(e.Time) >= EvictedTTL }
+
 // NewEvicted records pod's asked-for requests (its spec) at t; ok is false
 // for a pod without a controller, whose replacement cannot be recognised.
 func NewEvicted(pod *corev1.Pod, t time.Time) (e Evicted, ok bool) {
@@ -64,7 +67,7 @@ func For(list []Evicted, pod *corev1.Pod, now time.Time) (e Evicted, ok bool) {
 		return Evicted{}, false
 	}
 	for _, x := range list {
-		if x.Owner == owner.UID && x.UID != pod.UID && now.Sub(x.Time) < EvictedTTL && (!ok || x.Time.After(e.Time)) {
+		if x.Owner == owner.UID && x.UID != pod.UID && !x.Expired(now) && (!ok || x.Time.After(e.Time)) {
 			e, ok = x, true
 		}
 	}

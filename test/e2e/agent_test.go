@@ -18,8 +18,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -234,13 +232,8 @@ func (a *agentProc) metrics(t *testing.T) string {
 // /metrics, by name.
 func (a *agentProc) processMetrics(t *testing.T) map[string]float64 {
 	t.Helper()
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(strings.NewReader(a.metrics(t)))
-	if err != nil {
-		t.Fatalf("parsing the agent's /metrics: %v", err)
-	}
 	out := map[string]float64{}
-	for name, f := range fams {
+	for name, f := range exposed(t, a.base+"/metrics", a.token) {
 		if !strings.HasPrefix(name, "process_") || len(f.GetMetric()) != 1 {
 			continue
 		}
@@ -248,6 +241,13 @@ func (a *agentProc) processMetrics(t *testing.T) map[string]float64 {
 		out[name] = m.GetGauge().GetValue() + m.GetCounter().GetValue()
 	}
 	return out
+}
+
+// startCost starts measuring the cost of an agent in the cgroup-v2 node's
+// guest, from its own process_cpu_seconds_total (logCost ends it).
+func (a *agentProc) startCost(t *testing.T) {
+	t.Helper()
+	a.started, a.startCPU = time.Now(), a.processMetrics(t)["process_cpu_seconds_total"]
 }
 
 // waitPoints polls the agent's API until the container's history

@@ -113,7 +113,7 @@ func installSnug(t *testing.T, o snugInstall) *agentProc {
 		a.pid = agentPID(t, s.AgentPod)
 		a.started, a.startTicks = time.Now(), cpuTicks(t, a.pid)
 	} else {
-		a.started, a.startCPU = time.Now(), a.processMetrics(t)["process_cpu_seconds_total"]
+		a.startCost(t)
 	}
 	return a
 }

@@ -269,6 +269,6 @@ func agentOn(t *testing.T, a *agentProc, node string) *agentProc {
 		t.Fatal(err)
 	}
 	b := &agentProc{base: url, token: a.token, snug: a.snug, pod: pod}
-	b.started, b.startCPU = time.Now(), b.processMetrics(t)["process_cpu_seconds_total"]
+	b.startCost(t)
 	return b
 }
