@@ -262,7 +262,7 @@ func SnugReaction(ctx context.Context, env ReactionEnv) (*ReactionRun, error) {
 						rated++
 					}
 				}
-				return rated >= 3 && settled(c.Autoscale)
+				return rated >= 3 && Settled(c.Autoscale)
 			}); err != nil {
 				return err
 			}
@@ -311,9 +311,10 @@ func SnugReaction(ctx context.Context, env ReactionEnv) (*ReactionRun, error) {
 	}})
 }
 
-// settled: the agent decides on the container, has no resize in flight and
-// has changed nothing for the last few samples.
-func settled(v *agent.AutoscaleJSON) bool {
+// Settled: the agent decides on the container, has no resize in flight and
+// has changed nothing for the last few samples. A load step measured from
+// a settled pod is a reaction to the step, not to what came before it.
+func Settled(v *agent.AutoscaleJSON) bool {
 	const quiet = 3 * time.Second
 	if v == nil || v.LastDecision == nil || v.LastDecision.CPU.Why == "InFlight" {
 		return false

@@ -49,7 +49,7 @@ func TestStarvedMillis(t *testing.T) {
 	}
 	// And it agrees with the node model where the model is fluid: a
 	// second of constant demand over the limit.
-	usage, _ := node.CPU(200, 100)
+	usage, _ := node.CPU(200, 100, nil)
 	if math.Abs((200-usage)-StarvedMillis(200, 1-100.0/200)) > 1e-9 {
 		t.Errorf("the model's starved %v differs from the mapping's %v", 200-usage, StarvedMillis(200, 0.5))
 	}

@@ -23,10 +23,13 @@ func tiny(cpu, mem []float64, steps ...int) *trace.Trace {
 }
 
 // TestStaticMetrics checks the figures on four seconds worked by hand:
-// demand 100, 100, 300, 300 millicores under a 200m request and limit;
-// memory 50, 50, 150, 150 bytes under a 100 B request, 200 B limit.
+// demand 100, 100, 500, 500 millicores under a 200m request and limit;
+// memory 50, 50, 150, 150 bytes under a 100 B request, 200 B limit. At
+// half the limit no period is throttled and at 2.5 times it every period
+// is (a period would have to want 4.6 standard deviations less than the
+// mean to escape).
 func TestStaticMetrics(t *testing.T) {
-	tr := tiny([]float64{100, 100, 300, 300}, []float64{50, 50, 150, 150}, 2)
+	tr := tiny([]float64{100, 100, 500, 500}, []float64{50, 50, 150, 150}, 2)
 	m, err := Run(tr, "static", Env{})
 	if err != nil {
 		t.Fatal(err)
@@ -37,12 +40,12 @@ func TestStaticMetrics(t *testing.T) {
 			t.Errorf("%s = %v, want %v", name, got, want)
 		}
 	}
-	// Usage 100, 100, 200, 200 (300 is over the limit in every period).
+	// Usage 100, 100, 200, 200 (500 is over the limit in every period).
 	near("cpu slack", m.CPUSlack, (100+100+0+0)/800.0)
 	near("cpu limit slack", m.CPULimitSlack, 200/800.0)
 	near("mem slack", m.MemSlack, (50+50+0+0)/400.0)
 	near("mem limit slack", m.MemLimitSlack, (150+150+50+50)/800.0)
-	near("starved core-s", m.StarvedCoreSeconds, 0.2)
+	near("starved core-s", m.StarvedCoreSeconds, 0.6)
 	near("throttled share", m.ThrottledShare, 0.5)
 	near("min mem headroom", m.MinMemHeadroom, 0.25)
 	near("resizes/pod-hour", m.ResizesPerPodHour, 0)

@@ -106,14 +106,17 @@ type Env struct {
 
 func newWorld(tr *trace.Trace, name string) *world {
 	w := &world{tr: tr, rng: rand.New(rand.NewPCG(uint64(tr.Seed), 0x5eed)), podStart: make([]int, len(tr.Pods))}
-	for _, p := range tr.Pods {
+	for pi, p := range tr.Pods {
 		var cs []*node.Container
-		for _, c := range p.Containers {
+		for ci, c := range p.Containers {
 			nc := node.NewContainer(node.Resources{
 				CPURequestMillis: c.CPURequestMillis, CPULimitMillis: c.CPULimitMillis,
 				MemRequestBytes: c.MemRequestBytes, MemLimitBytes: c.MemLimitBytes,
 			})
 			nc.CPURestart, nc.MemRestart, nc.MemByAge = c.CPURestart, c.MemRestart, c.MemByAge
+			// The same bursts for every sizer: one stream per container,
+			// from the trace's seed.
+			nc.Noise = rand.New(rand.NewPCG(uint64(tr.Seed), uint64(pi)<<16|uint64(ci)))
 			cs = append(cs, nc)
 		}
 		w.cont = append(w.cont, cs)
