@@ -30,21 +30,35 @@ import (
 // the model, and the figures compared.
 func runCalibrate(ctx context.Context, o *benchQualityOptions, out, errOut io.Writer) (err error) {
 	start := time.Now()
+	if o.calibrateFrom != "" {
+		run, err := readCalibrationRun(o.calibrateFrom)
+		if err != nil {
+			return err
+		}
+		with := make([]string, 0, len(run.Sides))
+		for _, s := range run.Sides {
+			with = append(with, s.Autoscaler)
+		}
+		seconds := len(run.Sides[0].Seconds[0])
+		tr, err := trace.Sustained(seconds, o.calibrateSeed)
+		if err != nil {
+			return err
+		}
+		vpaBin, err := calibrationVPA(ctx, o, with, errOut)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "snug-lab bench quality --calibrate-from %s: %s (%ds, played from %s) against this build's model\n",
+			o.calibrateFrom, tr.Name, seconds, run.Start.UTC().Format(time.RFC3339))
+		return compareCalibration(out, tr, run, with, vpaBin, start)
+	}
 	tr, err := trace.Sustained(int(o.duration/time.Second), o.calibrateSeed)
 	if err != nil {
 		return err
 	}
-	vpaBin := ""
-	if slices.Contains(o.calibrateWith, autoscalerVPA) {
-		src := o.VPASource
-		if src == "" {
-			if src, err = quality.FindVPASource(); err != nil {
-				return err
-			}
-		}
-		if vpaBin, err = quality.EnsureVPAReplay(ctx, src, o.Cache, errOut); err != nil {
-			return err
-		}
+	vpaBin, err := calibrationVPA(ctx, o, o.calibrateWith, errOut)
+	if err != nil {
+		return err
 	}
 	lw := &prefixWriter{w: out, prefix: "   "}
 	defer lw.Flush()
@@ -111,6 +125,27 @@ func runCalibrate(ctx context.Context, o *benchQualityOptions, out, errOut io.Wr
 			return err
 		}
 	}
+	return compareCalibration(out, tr, run, o.calibrateWith, vpaBin, start)
+}
+
+// calibrationVPA builds (or finds) vpareplay when with has VPA.
+func calibrationVPA(ctx context.Context, o *benchQualityOptions, with []string, errOut io.Writer) (string, error) {
+	if !slices.Contains(with, autoscalerVPA) {
+		return "", nil
+	}
+	src := o.VPASource
+	if src == "" {
+		var err error
+		if src, err = quality.FindVPASource(); err != nil {
+			return "", err
+		}
+	}
+	return quality.EnsureVPAReplay(ctx, src, o.Cache, errOut)
+}
+
+// compareCalibration replays tr on the model and prints it beside the lab's
+// run; it fails when a compared figure is out of tolerance.
+func compareCalibration(out io.Writer, tr *trace.Trace, run *experiment.CalibrationRun, with []string, vpaBin string, start time.Time) error {
 	labRuns := map[string]*quality.Metrics{}
 	unmet, fluid := map[string]float64{}, map[string]float64{}
 	for _, side := range run.Sides {
@@ -128,20 +163,20 @@ func runCalibrate(ctx context.Context, o *benchQualityOptions, out, errOut io.Wr
 		phases = &p
 		fmt.Fprintf(out, "model: VPA's loops at second %d (recommender) and %d (updater) of each minute, read off the lab's run\n", p.Recommender, p.Updater)
 	}
-	model, err := quality.ModelRuns(tr, o.calibrateWith, vpaBin, phases)
+	model, err := quality.ModelRuns(tr, with, vpaBin, phases)
 	if err != nil {
 		return err
 	}
-	checks, err := quality.Calibrate(o.calibrateWith, labRuns, model)
+	checks, err := quality.Calibrate(with, labRuns, model)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintln(out)
 	writeCalibrationContext(out, run, unmet, fluid)
-	fmt.Fprintf(out, "\n%s, %d pods per autoscaler, %s: the lab (cgroups read every second from the host) and the model (internal/quality/node; vpareplay for VPA)\n", tr.Name, len(tr.Pods), o.duration)
+	fmt.Fprintf(out, "\n%s, %d pods per autoscaler, %s: the lab (cgroups read every second from the host) and the model (internal/quality/node; vpareplay for VPA)\n", tr.Name, len(tr.Pods), time.Duration(tr.Seconds)*time.Second)
 	cerr := quality.WriteCalibration(out, checks)
 	fmt.Fprintln(out)
-	quality.WriteTimelines(out, o.calibrateWith, labRuns, model)
+	quality.WriteTimelines(out, with, labRuns, model)
 	fmt.Fprintf(out, "took %.0fs\n", time.Since(start).Seconds())
 	return cerr
 }
@@ -211,4 +246,36 @@ func writeCalibrationRun(dir string, run *experiment.CalibrationRun) error {
 		return fmt.Errorf("saving the lab run: %w", err)
 	}
 	return nil
+}
+
+// readCalibrationRun reads a run writeCalibrationRun saved, and checks that
+// it has what the comparison needs.
+func readCalibrationRun(path string) (*experiment.CalibrationRun, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("--calibrate-from: %w", err)
+	}
+	var run experiment.CalibrationRun
+	if err := json.Unmarshal(data, &run); err != nil {
+		return nil, fmt.Errorf("--calibrate-from %s: not a saved calibration run: %w", path, err)
+	}
+	if len(run.Sides) == 0 {
+		return nil, fmt.Errorf("--calibrate-from %s: no autoscaler's side in it", path)
+	}
+	n := -1
+	for _, s := range run.Sides {
+		if s.Autoscaler != autoscalerSnug && s.Autoscaler != autoscalerVPA {
+			return nil, fmt.Errorf("--calibrate-from %s: a side of autoscaler %q, want snug or vpa", path, s.Autoscaler)
+		}
+		for _, pod := range s.Seconds {
+			if n >= 0 && len(pod) != n || len(pod) == 0 {
+				return nil, fmt.Errorf("--calibrate-from %s: the pods' seconds differ in length or are missing", path)
+			}
+			n = len(pod)
+		}
+		if len(s.Seconds) == 0 {
+			return nil, fmt.Errorf("--calibrate-from %s: side %s has no pods", path, s.Autoscaler)
+		}
+	}
+	return &run, nil
 }

@@ -27,7 +27,10 @@ type benchQualityOptions struct {
 
 	// calibrate plays the sustained-load scenario on the lab instead
 	// (runCalibrate); the fields below are its.
-	calibrate     bool
+	calibrate bool
+	// calibrateFrom compares a saved lab run (calibrate-lab.json) with the
+	// model instead of playing one.
+	calibrateFrom string
 	calibrateWith []string
 	lab           *lab.Options
 	duration      time.Duration
@@ -67,6 +70,7 @@ func (o *benchQualityOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.NoVPA, "no-vpa", o.NoVPA, "skip VPA (no Go toolchain needed)")
 	fs.IntVar(&o.Workers, "workers", o.Workers, "traces replayed at once")
 	fs.BoolVar(&o.calibrate, "calibrate", o.calibrate, "play the sustained-load scenario into snug-load on the lab, under snug and VPA side by side, and compare the lab's figures with the model's")
+	fs.StringVar(&o.calibrateFrom, "calibrate-from", o.calibrateFrom, "--calibrate: compare the lab run saved in this calibrate-lab.json (--out of an earlier run) with the model, without a lab; --calibrate-seed must be that run's")
 	fs.DurationVar(&o.duration, "duration", o.duration, "--calibrate: the scenario's length (the field report's test is 30m; whole seconds)")
 	fs.StringSliceVar(&o.calibrateWith, "autoscaler", o.calibrateWith, "--calibrate: the autoscalers, side by side: snug,vpa, or one of them")
 	fs.Int64Var(&o.calibrateSeed, "calibrate-seed", o.calibrateSeed, "--calibrate: the seed of the scenario's per-second noise")
@@ -106,6 +110,9 @@ func (o *benchQualityOptions) Validate() error {
 	}
 	if !o.NoVPA && o.Cache == "" {
 		errs = append(errs, errors.New("--cache-dir: no home directory; give one"))
+	}
+	if o.calibrateFrom != "" && !o.calibrate {
+		errs = append(errs, errors.New("--calibrate-from: only with --calibrate"))
 	}
 	if o.calibrate {
 		if o.TraceFile != "" || o.NoVPA {
