@@ -15,10 +15,13 @@
 //	          [--listen :8080] [--marker PATH] [--pod-name NAME]
 //	snug-load pause
 //	snug-load mirror-cgroups --to DIR [--from /sys/fs/cgroup] [--sub kubepods.slice] [--interval 100ms]
+//	          [--heartbeat FILE]
 //
 // With pause it is the pod sandbox's PID 1: it reaps orphans and exits 0 on
 // SIGTERM or SIGINT. With mirror-cgroups it copies the cgroup files snug
 // reads, of the root and of every cgroup under --sub, to DIR until it is
 // stopped: the lab's cgroup-v2 node (a User-Mode Linux guest) runs it so
-// that the host can read its pods' cgroups (loadgen.MirrorCgroups).
+// that the host can read its pods' cgroups (loadgen.MirrorCgroups), and
+// with --heartbeat writes the time to FILE once a second, which tells the
+// host that the guest still runs.
 package main

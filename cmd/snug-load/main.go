@@ -66,6 +66,7 @@ func mirrorCgroups(ctx context.Context, args []string, stderr io.Writer) int {
 	sub := fs.String("sub", "kubepods.slice", "the subtree below --from to copy (with the root's own files)")
 	to := fs.String("to", "", "where to copy to (required)")
 	interval := fs.Duration("interval", 100*time.Millisecond, "how often to copy")
+	heartbeat := fs.String("heartbeat", "", "a file to write the time to, at most once a second, while it copies")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -76,7 +77,7 @@ func mirrorCgroups(ctx context.Context, args []string, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "snug-load mirror-cgroups: --to is required and there are no arguments")
 		return 2
 	}
-	if err := loadgen.MirrorCgroups(ctx, *from, *sub, *to, *interval); err != nil {
+	if err := loadgen.MirrorCgroups(ctx, *from, *sub, *to, *interval, *heartbeat); err != nil {
 		fmt.Fprintf(stderr, "snug-load mirror-cgroups: %v\n", err)
 		return 1
 	}

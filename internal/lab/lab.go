@@ -165,6 +165,12 @@ func (o *Options) waitFor(ctx context.Context, what string, timeout time.Duratio
 }
 
 func nodeReady(ctx context.Context, c kubernetes.Interface, name string) bool {
+	return nodeReadySince(ctx, c, name, time.Time{})
+}
+
+// nodeReadySince is nodeReady with a Ready condition its kubelet posted at
+// or after since (to the second): not the one a kubelet that is gone left.
+func nodeReadySince(ctx context.Context, c kubernetes.Interface, name string, since time.Time) bool {
 	node, err := c.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return false
@@ -178,7 +184,7 @@ func nodeReady(ctx context.Context, c kubernetes.Interface, name string) bool {
 	}
 	for _, cond := range node.Status.Conditions {
 		if cond.Type == corev1.NodeReady {
-			return cond.Status == corev1.ConditionTrue
+			return cond.Status == corev1.ConditionTrue && !cond.LastHeartbeatTime.Time.Before(since.Truncate(time.Second))
 		}
 	}
 	return false

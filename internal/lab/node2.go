@@ -143,7 +143,8 @@ func (o *Options) V2CgroupRoot() string { return o.v2Share("cgroup") }
 // the network, the clock-speed line the kubelet needs in /proc/cpuinfo
 // (UML's has none), snug-load's control directory from the host (hostfs,
 // at the path the first node uses), containerd with the lab's config, the
-// lab's images, then the kubelet and kube-proxy as systemd units. Each
+// lab's images, then the kubelet and kube-proxy as systemd units, and the
+// cgroup mirror, which also writes the guest's heartbeat (V2Stalled). Each
 // step's time goes to state/boot.log, what the guest has (cgroup
 // filesystem, controllers, PSI) to state/.
 func bootScript(o *Options) string {
@@ -186,7 +187,7 @@ systemd-run --unit=kubelet -p Restart=on-failure -p StandardOutput=append:$S/log
 systemd-run --unit=kube-proxy -p Restart=on-failure -p StandardOutput=append:$S/logs/kube-proxy.log -p StandardError=inherit \
   /usr/local/bin/kube-proxy --config=$S/config/kube-proxy.yaml
 systemd-run --unit=snug-cgroup-mirror -p StandardOutput=append:$S/logs/cgroup-mirror.log -p StandardError=inherit \
-  $S/bin/snug-load mirror-cgroups --to $S/cgroup --interval %[7]s
+  $S/bin/snug-load mirror-cgroups --to $S/cgroup --interval %[7]s --heartbeat $S/state/heartbeat
 mark kubelet
 `, o.V2.Name, guestShare, o.V2.IP, o.V2.TapIP, o.LoadDir(), o.Registry(), v2MirrorInterval)
 }
@@ -349,7 +350,7 @@ const (
 func bootV2Guest(ctx context.Context, o *Options, log io.Writer) error {
 	marks := o.v2Share("state", "boot.log")
 	for attempt := 1; ; attempt++ {
-		for _, p := range []string{o.v2Path("disk.cow"), o.v2Path("uml"), marks} {
+		for _, p := range []string{o.v2Path("disk.cow"), o.v2Path("uml"), marks, o.v2Heartbeat()} {
 			if err := os.RemoveAll(p); err != nil {
 				return err
 			}
@@ -415,6 +416,12 @@ func deleteNode(ctx context.Context, c kubernetes.Interface, name string) error 
 	if err := c.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("deleting node %s: %w", name, err)
 	}
+	return deleteNodePods(ctx, c, name)
+}
+
+// deleteNodePods deletes every pod bound to the node at once, with no
+// grace period: its kubelet is gone, so nothing else would end them.
+func deleteNodePods(ctx context.Context, c kubernetes.Interface, name string) error {
 	pods, err := c.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("spec.nodeName", name).String()})
 	if err != nil {
 		return fmt.Errorf("listing the pods of node %s: %w", name, err)
@@ -495,6 +502,10 @@ func V2Running(o *Options) bool {
 	return ok && g.alive()
 }
 
+// v2StatusStall is how long a silent heartbeat makes Status call the
+// guest hung (it beats once a second).
+const v2StatusStall = 20 * time.Second
+
 // v2Health is the cgroup-v2 node's line in Status: the guest's PID, its
 // memory and CPU on this machine, the node's readiness and what the guest
 // found at /sys/fs/cgroup. ok is false when no such node was started.
@@ -506,6 +517,10 @@ func v2Health(ctx context.Context, o *Options) (Health, bool) {
 	h := Health{Name: v2Component, PID: g.PID, Running: g.alive()}
 	if !h.Running {
 		h.Detail = "not running (crashed? 'snug-lab down' cleans up)"
+		return h, true
+	}
+	if stall, ok := V2Stalled(o, time.Time{}, v2StatusStall); ok {
+		h.Detail = "hung: " + stall.String() + " ('snug-lab v2-node reboot' starts it afresh)"
 		return h, true
 	}
 	cost := MeasureV2Cost(o, time.Second)

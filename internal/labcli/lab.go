@@ -155,7 +155,7 @@ func newLabCommands(stdout, stderr io.Writer) []*cobra.Command {
 	}
 	v2 := &cobra.Command{
 		Use:   "v2-node",
-		Short: "Add the cgroup-v2 node (User-Mode Linux, systemd cgroup driver) to the running lab, or remove it",
+		Short: "Add the cgroup-v2 node (User-Mode Linux, systemd cgroup driver) to the running lab, reboot it, or remove it",
 	}
 	v2.AddCommand(&cobra.Command{
 		Use:   "add",
@@ -163,6 +163,13 @@ func newLabCommands(stdout, stderr io.Writer) []*cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return lab.AddV2Node(cmd.Context(), opts, stdout)
+		},
+	}, &cobra.Command{
+		Use:   "reboot",
+		Short: "Start the cgroup-v2 node's guest afresh (a hung one too: 'snug-lab status' says when its heartbeat stopped); its pods are deleted, the Node stays",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return lab.RebootV2Node(cmd.Context(), opts, stdout)
 		},
 	}, &cobra.Command{
 		Use:   "remove",

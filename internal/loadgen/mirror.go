@@ -25,9 +25,11 @@ var MirrorFiles = []string{
 // to a sibling and renamed into place, so a reader sees a whole file. It
 // is how the lab reads the cgroups of its cgroup-v2 node, a User-Mode
 // Linux guest whose /sys/fs/cgroup this machine cannot see: the guest runs
-// it, writing into a directory shared with the host. It returns when ctx
-// is done.
-func MirrorCgroups(ctx context.Context, from, sub, to string, interval time.Duration) error {
+// it, writing into a directory shared with the host. With heartbeat set
+// it also writes the time to that file after a round, at most once a
+// second: the host's sign that the guest still runs (a guest that hangs
+// stops writing). It returns when ctx is done.
+func MirrorCgroups(ctx context.Context, from, sub, to string, interval time.Duration, heartbeat string) error {
 	if interval <= 0 {
 		return errors.New("mirror interval must be positive")
 	}
@@ -37,9 +39,16 @@ func MirrorCgroups(ctx context.Context, from, sub, to string, interval time.Dura
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	m := newMirror(from, sub, to)
+	var beat time.Time
 	for {
 		if err := m.once(); err != nil {
 			fmt.Fprintf(os.Stderr, "mirror: %v\n", err)
+		}
+		if now := time.Now(); heartbeat != "" && now.Sub(beat) >= time.Second {
+			if err := os.WriteFile(heartbeat, []byte(now.UTC().Format(time.RFC3339Nano)+"\n"), 0o644); err != nil {
+				fmt.Fprintf(os.Stderr, "mirror: heartbeat: %v\n", err)
+			}
+			beat = now
 		}
 		select {
 		case <-ctx.Done():

@@ -1,9 +1,12 @@
 package loadgen
 
 import (
+	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 )
 
 func TestMirrorOnce(t *testing.T) {
@@ -62,5 +65,39 @@ func TestMirrorOnce(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(to, pod, "memory.max")); err != nil {
 		t.Errorf("the pod's cgroup went with its container's: %v", err)
+	}
+}
+
+// TestMirrorHeartbeat: while it copies, the mirror writes the time to its
+// heartbeat file, and it stops when its context is done.
+func TestMirrorHeartbeat(t *testing.T) {
+	from, to := t.TempDir(), t.TempDir()
+	beat := filepath.Join(t.TempDir(), "heartbeat")
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() { done <- MirrorCgroups(ctx, from, "kubepods.slice", to, 10*time.Millisecond, beat) }()
+	var got []byte
+	for got == nil {
+		select {
+		case err := <-done:
+			t.Fatalf("the mirror returned before its context was done: %v", err)
+		case <-time.After(10 * time.Millisecond):
+		}
+		got, _ = os.ReadFile(beat)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	at, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(string(got)))
+	if err != nil {
+		t.Fatalf("heartbeat %q: %v", got, err)
+	}
+	if at.Before(start.Add(-time.Second)) || at.After(time.Now().Add(time.Second)) {
+		t.Errorf("heartbeat %s, want the time of the run (%s)", at, start)
+	}
+	if err := MirrorCgroups(t.Context(), from, "kubepods.slice", to, 0, beat); err == nil {
+		t.Error("interval 0: no error")
 	}
 }

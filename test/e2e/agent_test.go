@@ -432,13 +432,18 @@ func waitFor(t *testing.T, what string, timeout time.Duration, cond func() (bool
 	deadline := time.Now().Add(timeout)
 	for {
 		ok, err := cond()
+		if err == nil && !ok {
+			err = errV2Hung()
+		}
 		if err != nil {
+			skipIfV2Hung(t, "waiting for %s: %v", what, err)
 			t.Fatalf("waiting for %s: %v", what, err)
 		}
 		if ok {
 			return
 		}
 		if time.Now().After(deadline) {
+			skipIfV2Hung(t, "timed out after %v waiting for %s", timeout, what)
 			t.Fatalf("timed out after %v waiting for %s", timeout, what)
 		}
 		time.Sleep(100 * time.Millisecond)

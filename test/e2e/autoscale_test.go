@@ -385,6 +385,7 @@ func getPod(t *testing.T, ns, name string) *corev1.Pod {
 	t.Helper()
 	p, err := client.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil {
+		skipIfV2Hung(t, "getting pod %s: %v", name, err)
 		t.Fatalf("getting pod %s: %v", name, err)
 	}
 	return p

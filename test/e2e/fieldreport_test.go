@@ -81,6 +81,7 @@ func checkEvents(t *testing.T, events []experiment.Event, reasons ...string) {
 func finish(t *testing.T, run experiment.Run, err error) {
 	t.Helper()
 	if err != nil {
+		skipIfV2Hung(t, "experiment %q: %v", run.Name, err)
 		t.Fatalf("experiment %q on %s: %v", run.Name, run.ServerVersion, err)
 	}
 	t.Logf("%s on %s: namespace %s, %.1fs in all", run.Name, run.ServerVersion, run.Namespace, run.Finished.Sub(run.Started).Seconds())

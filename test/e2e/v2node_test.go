@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 
 	"github.com/snug-dev/snug/api/v1alpha1"
@@ -69,7 +70,10 @@ func TestV2Node(t *testing.T) {
 		}
 	})
 
-	t.Run("Node", func(t *testing.T) {
+	// Registered after the removal, so it stops before it.
+	w := startV2Watchdog(t)
+
+	runV2Case(t, w, "Node", func(t *testing.T) {
 		n, err := client.CoreV1().Nodes().Get(ctx, labOpts.V2.Name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -113,17 +117,76 @@ func TestV2Node(t *testing.T) {
 		t.Logf("node %s: %s; the guest costs this machine %.1f%% of a core and %d MiB (PSS, %d processes)",
 			n.Name, mode, cost.CPUPercent, cost.PSSBytes>>20, cost.Processes)
 	})
-	t.Run("CPUResize", func(t *testing.T) { fieldReportCPUResize(t, v2Env(t)) })
-	t.Run("Deferred", func(t *testing.T) { fieldReportDeferred(t, v2Env(t), "1") })
-	t.Run("Evict", testTwoNodeEvict)
+	runV2Case(t, w, "CPUResize", func(t *testing.T) { fieldReportCPUResize(t, v2Env(t)) })
+	runV2Case(t, w, "Deferred", func(t *testing.T) { fieldReportDeferred(t, v2Env(t), "1") })
+	runV2Case(t, w, "Evict", testTwoNodeEvict)
 	if os.Getenv("SNUG_E2E_V2") != "full" {
 		t.Log("the rest of TestV2Node runs with SNUG_E2E_V2=full (make e2e-v2)")
 		return
 	}
-	t.Run("MemoryRestart", func(t *testing.T) { fieldReportMemoryRestart(t, v2Env(t)) })
-	t.Run("MemoryDecrease", func(t *testing.T) { fieldReportMemoryDecrease(t, v2Env(t)) })
-	t.Run("Agent", func(t *testing.T) { agentSuite(t, labOpts.V2.Name) })
-	t.Run("Autoscale", func(t *testing.T) { autoscaleSuite(t, labOpts.V2.Name) })
+	runV2Case(t, w, "MemoryRestart", func(t *testing.T) { fieldReportMemoryRestart(t, v2Env(t)) })
+	runV2Case(t, w, "MemoryDecrease", func(t *testing.T) { fieldReportMemoryDecrease(t, v2Env(t)) })
+	runV2Case(t, w, "Agent", func(t *testing.T) { agentSuite(t, labOpts.V2.Name) })
+	runV2Case(t, w, "Autoscale", func(t *testing.T) { autoscaleSuite(t, labOpts.V2.Name) })
+	t.Run("Watchdog", func(t *testing.T) { testV2Watchdog(t, w) })
+}
+
+// testV2Watchdog: a guest that stops (its processes stopped with SIGSTOP,
+// as a hung one stops beating) is found by the watchdog within
+// v2StallAfter and a few seconds, rebooted, and Ready again, and a pod of
+// a Deployment that ran on it runs on the new guest.
+func testV2Watchdog(t *testing.T, w *v2Watchdog) {
+	w.beginCase()
+	ns := createNamespace(t, "snug-watchdog-")
+	drainNamespace(t, ns)
+	createSleepDeployment(t, ns, "wd", 1, "50m", func(s *corev1.PodSpec) {
+		s.Tolerations = lab.V2Tolerations()
+		s.NodeSelector = map[string]string{corev1.LabelHostname: labOpts.V2.Name}
+	})
+	before := readyPods(t, ns, "wd", 1)[0]
+	w.mu.Lock()
+	hangs := len(w.hangs)
+	w.mu.Unlock()
+	stopped := time.Now()
+	n, err := lab.StopV2Guest(labOpts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("stopped the guest's %d processes (SIGSTOP)", n)
+	// Not waitFor: it would take the hang for one that cut the case short.
+	var h v2Hang
+	err = wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if len(w.hangs) > hangs {
+			h = w.hangs[hangs]
+			return true, nil
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("waiting for the watchdog to find the stopped guest: %v", err)
+	}
+	// That hang was this case's doing: the waits below are not cut short
+	// by it.
+	w.beginCase()
+	checkContains(t, "the watchdog's detail", h.stall.Detail, "state T")
+	var after corev1.Pod
+	waitFor(t, "a new pod of wd ready on the rebooted guest", 3*time.Minute, func() (bool, error) {
+		pods, err := client.CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{LabelSelector: "app=wd"})
+		if err != nil {
+			return false, nil
+		}
+		for _, p := range pods.Items {
+			if p.UID != before.UID && p.DeletionTimestamp == nil && p.Spec.NodeName == labOpts.V2.Name && podReady(&p) {
+				after = p
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	t.Logf("WATCHDOG case: stopped guest found hung %.1fs after the stop (%s); pod %s ready on the rebooted guest %.1fs after the stop",
+		h.at.Sub(stopped).Seconds(), h.stall, after.Name, time.Since(stopped).Seconds())
 }
 
 // testTwoNodeEvict: two Deployments on the lab's first node, which a
