@@ -28,7 +28,8 @@ type V2Stall struct {
 	// since its boot).
 	LastBeat time.Time
 	// Silent is how long it has been silent, counted from LastBeat or,
-	// when that is older, from the time the caller last knew it to run.
+	// when they are later, from its start, its boot script's last mark or
+	// the time the caller last knew it to run.
 	Silent time.Duration
 	// Detail says what its kernel process does now and what the console
 	// printed last.
@@ -56,9 +57,10 @@ func V2LastBeat(o *Options) (time.Time, bool) {
 // V2Stalled reports whether the cgroup-v2 node's guest runs but has not
 // written its heartbeat for after, counted from the latest of its last
 // beat, its start, its boot script's last mark, and known (a time the
-// caller knew it to run, such as the end of its boot). A guest that is not running is not stalled: it crashed or was
-// removed, which V2Running tells. When it is stalled it measures the
-// guest's processes for a second, for the detail.
+// caller knew it to run, such as the end of its boot). A guest that is not
+// running is not stalled: it crashed or was removed, which V2Running
+// tells. When it is stalled it measures the guest's processes for a
+// second, for the detail.
 func V2Stalled(o *Options, known time.Time, after time.Duration) (V2Stall, bool) {
 	g, ok := readProc(o, v2Component)
 	if !ok || !g.alive() {
