@@ -77,6 +77,11 @@ type CalibrationSide struct {
 
 // CalibrationRun is one lab run of a trace, every autoscaler side by side.
 type CalibrationRun struct {
+	// Trace and Seed name the scenario played (trace.Sustained's name and
+	// seed), so that a saved run is replayed on the same trace; Trace is
+	// empty in a run saved before they were recorded.
+	Trace string `json:",omitempty"`
+	Seed  int64
 	Sides []*CalibrationSide
 	// Start is second 0's boundary.
 	Start time.Time
@@ -124,7 +129,7 @@ func Calibrate(ctx context.Context, env CalibrationEnv, tr *trace.Trace, autosca
 		}
 	}
 	timeout := Env{Timeout: env.Timeout}.timeout()
-	run = &CalibrationRun{}
+	run = &CalibrationRun{Trace: tr.Name, Seed: tr.Seed}
 	var sides []*side
 	defer func() {
 		for _, s := range sides {

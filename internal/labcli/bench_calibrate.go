@@ -40,16 +40,31 @@ func runCalibrate(ctx context.Context, o *benchQualityOptions, out, errOut io.Wr
 			with = append(with, s.Autoscaler)
 		}
 		seconds := len(run.Sides[0].Seconds[0])
-		tr, err := trace.Sustained(seconds, o.calibrateSeed)
+		if o.durationSet && o.duration != time.Duration(seconds)*time.Second {
+			return fmt.Errorf("--duration %s: the run in %s lasted %ds (a saved run is replayed for its own length; leave --duration out)", o.duration, o.calibrateFrom, seconds)
+		}
+		seed, seedNote := o.calibrateSeed, ""
+		switch {
+		case run.Trace == "":
+			seedNote = fmt.Sprintf("; the run saved no seed: --calibrate-seed's %d", seed)
+		case o.calibrateSeedSet && o.calibrateSeed != run.Seed:
+			return fmt.Errorf("--calibrate-seed %d: the run in %s played %s, seed %d (a saved run is replayed with its own seed; leave --calibrate-seed out)", o.calibrateSeed, o.calibrateFrom, run.Trace, run.Seed)
+		default:
+			seed = run.Seed
+		}
+		tr, err := trace.Sustained(seconds, seed)
 		if err != nil {
 			return err
+		}
+		if run.Trace != "" && run.Trace != tr.Name {
+			return fmt.Errorf("--calibrate-from %s: it played %s, and this build's calibration plays %s", o.calibrateFrom, run.Trace, tr.Name)
 		}
 		vpaBin, err := calibrationVPA(ctx, o, with, errOut)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "snug-lab bench quality --calibrate-from %s: %s (%ds, played from %s) against this build's model\n",
-			o.calibrateFrom, tr.Name, seconds, run.Start.UTC().Format(time.RFC3339))
+		fmt.Fprintf(out, "snug-lab bench quality --calibrate-from %s: %s (%ds, played from %s%s) against this build's model\n",
+			o.calibrateFrom, tr.Name, seconds, run.Start.UTC().Format(time.RFC3339), seedNote)
 		return compareCalibration(out, tr, run, with, vpaBin, start)
 	}
 	tr, err := trace.Sustained(int(o.duration/time.Second), o.calibrateSeed)

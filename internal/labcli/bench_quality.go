@@ -35,8 +35,12 @@ type benchQualityOptions struct {
 	lab           *lab.Options
 	duration      time.Duration
 	calibrateSeed int64
-	keepLab       bool
-	timeout       time.Duration
+	// durationSet and calibrateSeedSet say that --duration and
+	// --calibrate-seed were given (--calibrate-from takes both from the
+	// saved run, and refuses other values).
+	durationSet, calibrateSeedSet bool
+	keepLab                       bool
+	timeout                       time.Duration
 }
 
 func newBenchQualityOptions() *benchQualityOptions {
@@ -70,7 +74,7 @@ func (o *benchQualityOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.NoVPA, "no-vpa", o.NoVPA, "skip VPA (no Go toolchain needed)")
 	fs.IntVar(&o.Workers, "workers", o.Workers, "traces replayed at once")
 	fs.BoolVar(&o.calibrate, "calibrate", o.calibrate, "play the sustained-load scenario into snug-load on the lab, under snug and VPA side by side, and compare the lab's figures with the model's")
-	fs.StringVar(&o.calibrateFrom, "calibrate-from", o.calibrateFrom, "--calibrate: compare the lab run saved in this calibrate-lab.json (--out of an earlier run) with the model, without a lab; --calibrate-seed must be that run's")
+	fs.StringVar(&o.calibrateFrom, "calibrate-from", o.calibrateFrom, "--calibrate: compare the lab run saved in this calibrate-lab.json (--out of an earlier run) with the model, without a lab, on the trace that run played (its length and seed)")
 	fs.DurationVar(&o.duration, "duration", o.duration, "--calibrate: the scenario's length (the field report's test is 30m; whole seconds)")
 	fs.StringSliceVar(&o.calibrateWith, "autoscaler", o.calibrateWith, "--calibrate: the autoscalers, side by side: snug,vpa, or one of them")
 	fs.Int64Var(&o.calibrateSeed, "calibrate-seed", o.calibrateSeed, "--calibrate: the seed of the scenario's per-second noise")
@@ -176,6 +180,7 @@ Shapes:
 ` + shapeList(),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.durationSet, o.calibrateSeedSet = cmd.Flags().Changed("duration"), cmd.Flags().Changed("calibrate-seed")
 			if err := o.Validate(); err != nil {
 				return cli.WithExitCode(2, err)
 			}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -67,36 +68,17 @@ func TestBenchQuality(t *testing.T) {
 // vpareplay). That run's snug was an older build (its first grow x2.5, not
 // x5, and two more grows), so against this build's snug in the model its
 // resize count is out of tolerance (6 on the lab, 2 in the model: one x5
-// grow per pod), and the command fails saying so. A file that is
-// not a saved run changes nothing and says why.
+// grow per pod), and the command fails saying so. That run was saved
+// before runs kept their seed, so --calibrate-seed's is used, and said. A
+// file that is not a saved run changes nothing and says why.
 func TestCalibrateFrom(t *testing.T) {
-	data, err := os.ReadFile("../../docs/trace/quality/calibrate-lab-run2.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var run map[string]any
-	if err := json.Unmarshal(data, &run); err != nil {
-		t.Fatal(err)
-	}
-	var snug []any
-	for _, s := range run["Sides"].([]any) {
-		if s.(map[string]any)["Autoscaler"] == "snug" {
-			snug = append(snug, s)
-		}
-	}
-	run["Sides"] = snug
 	dir := t.TempDir()
-	path := filepath.Join(dir, "calibrate-lab.json")
-	if data, err = json.Marshal(run); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	path := savedSnugRun(t, dir, nil)
 	var stdout, stderr bytes.Buffer
 	code := Run(context.Background(), []string{"bench", "quality", "--calibrate", "--calibrate-from", path}, &stdout, &stderr)
 	for _, want := range []string{
 		"sustained/seed1 (180s, played from 2026-12-02T07:51:",
+		"; the run saved no seed: --calibrate-seed's 1) against this build's model",
 		"snug        resizes              6.00   2.00   ±1 or ±20%  FAIL",
 		"snug model resized at s: pod-0 [1] pod-1 [1]",
 		"snug        starved core-s       0.30 ",
@@ -119,5 +101,73 @@ func TestCalibrateFrom(t *testing.T) {
 	code = Run(context.Background(), []string{"bench", "quality", "--calibrate", "--calibrate-from", bad}, &stdout, &stderr)
 	if code == 0 || !strings.Contains(stderr.String(), "no autoscaler's side in it") {
 		t.Errorf("exit %d, stderr %q; want a failure naming the empty run", code, stderr.String())
+	}
+}
+
+// savedSnugRun writes the second 3-minute run of docs/benchmarks.md, its
+// snug side only, to dir with the top-level fields set, and returns its
+// path.
+func savedSnugRun(t *testing.T, dir string, set map[string]any) string {
+	t.Helper()
+	data, err := os.ReadFile("../../docs/trace/quality/calibrate-lab-run2.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var run map[string]any
+	if err := json.Unmarshal(data, &run); err != nil {
+		t.Fatal(err)
+	}
+	var snug []any
+	for _, s := range run["Sides"].([]any) {
+		if s.(map[string]any)["Autoscaler"] == "snug" {
+			snug = append(snug, s)
+		}
+	}
+	run["Sides"] = snug
+	maps.Copy(run, set)
+	path := filepath.Join(dir, "calibrate-lab.json")
+	if data, err = json.Marshal(run); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestCalibrateFromSavedSeed replays a saved run on the trace it played:
+// its seed, not --calibrate-seed's default; a --calibrate-seed, a
+// --duration or a scenario that contradicts the run is refused before
+// anything is replayed.
+func TestCalibrateFromSavedSeed(t *testing.T) {
+	path := savedSnugRun(t, t.TempDir(), map[string]any{"Trace": "sustained/seed2", "Seed": 2})
+	run := func(args ...string) (int, string, string) {
+		var stdout, stderr bytes.Buffer
+		code := Run(context.Background(), append([]string{"bench", "quality", "--calibrate", "--calibrate-from", path}, args...), &stdout, &stderr)
+		return code, stdout.String(), stderr.String()
+	}
+	const want = "sustained/seed2 (180s, played from 2026-12-02T07:51:"
+	code, stdout, stderr := run()
+	if !strings.Contains(stdout, want) || strings.Contains(stdout, "saved no seed") {
+		t.Errorf("exit %d, output lacks %q (or says the seed was not saved):\n%s%s", code, want, stdout, stderr)
+	}
+	if code2, stdout2, stderr2 := run("--calibrate-seed", "2"); code2 != code || !strings.Contains(stdout2, want) {
+		t.Errorf("--calibrate-seed of the run's own: exit %d (without it %d), output:\n%s%s", code2, code, stdout2, stderr2)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--calibrate-seed", "1"}, "--calibrate-seed 1: the run in " + path + " played sustained/seed2, seed 2"},
+		{[]string{"--duration", "30m"}, "--duration 30m0s: the run in " + path + " lasted 180s"},
+	} {
+		code, stdout, stderr := run(c.args...)
+		if code == 0 || !strings.Contains(stderr, c.want) || stdout != "" {
+			t.Errorf("%v: exit %d, stderr %q, stdout %q; want a failure saying %q and nothing replayed", c.args, code, stderr, stdout, c.want)
+		}
+	}
+	path = savedSnugRun(t, t.TempDir(), map[string]any{"Trace": "diurnal/seed2", "Seed": 2})
+	if code, stdout, stderr := run(); code == 0 || !strings.Contains(stderr, "it played diurnal/seed2, and this build's calibration plays sustained/seed2") || stdout != "" {
+		t.Errorf("another scenario: exit %d, stderr %q, stdout %q; want it refused", code, stderr, stdout)
 	}
 }
