@@ -48,6 +48,21 @@ func TestV2Stalled(t *testing.T) {
 	if _, ok := V2Stalled(o, time.Now(), time.Minute); ok {
 		t.Error("known to run just now: stalled")
 	}
+	// The detail reads the process's state: wait until sleep sleeps (on a
+	// busy machine it can still be starting, state R, for a while).
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		st, err := procState(g.PID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st == "S" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("sleep 60 (pid %d) still in state %s after 30s", g.PID, st)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	s, ok := V2Stalled(o, time.Time{}, time.Minute)
 	if !ok {
 		t.Fatal("heartbeat and start 5 minutes old: not stalled")
