@@ -8,15 +8,21 @@ import (
 
 const self = "github.com/snug-dev/snug/cmd/snug-agent"
 
-// TestDeps keeps the lab, its experiments, the bench fixtures, the user's
-// CLI, cobra and client-go's informer factory out of the agent, the
-// privileged DaemonSet on every node.
+// TestDeps: what the agent, the privileged DaemonSet on every node, links
+// is its allow-list, depaware.txt.
 func TestDeps(t *testing.T) {
-	depcheck.Check(t, self, append(depcheck.NotTheLab,
+	depcheck.Allowed(t, self, "depaware.txt")
+}
+
+// TestNoCLI keeps the user's CLI, cobra, client-go's informer factory and
+// the agent's test fixtures out of the agent whatever the allow-list says.
+func TestNoCLI(t *testing.T) {
+	depcheck.Check(t, self,
 		depcheck.Forbidden{Path: "github.com/snug-dev/snug/internal/cli", Tree: true, Why: "the user's CLI"},
 		depcheck.Forbidden{Path: "github.com/spf13/cobra", Tree: true, Why: "the agent parses its flags with pflag"},
 		depcheck.Forbidden{Path: "k8s.io/client-go/informers", Why: "the informer factory of every API group; build informers from cache.ListWatch"},
-	)...)
+		depcheck.Forbidden{Path: "github.com/snug-dev/snug/internal/agent/agenttest", Tree: true, Why: "the agent's test fixtures"},
+	)
 }
 
 // TestAgentUsesNoUmbrellaClient keeps client-go's clientset of every API

@@ -286,7 +286,7 @@ func TestEveryRuleHasAMessage(t *testing.T) {
 }
 
 // TestSamplesDecode: every sample is a SnugPolicy whose fields all exist.
-// The API server's verdict on them is in test/e2e/policy_test.go.
+// The API server's verdict on them is in lab/e2e/policy_test.go.
 func TestSamplesDecode(t *testing.T) {
 	paths, err := filepath.Glob(filepath.Join("..", "samples", "*.yaml"))
 	if err != nil || len(paths) == 0 {

@@ -1,7 +1,9 @@
-// Package depcheck is for dependency tests (like tailscale's deps_test.go):
-// a test of a binary's main package lists what the package links, with
-// `go list -deps`, and fails on any forbidden import, naming who imports
-// it. It runs the go tool, so it is for tests only.
+// Package depcheck is for dependency tests (like tailscale's depaware.txt
+// and deps_test.go): a test of a binary's main package lists what the
+// package links, with `go list -deps`, and fails on any package that is not
+// on the binary's checked-in allow-list (Allowed) or that a rule forbids
+// outright (Check), naming who imports it. It runs the go tool, so it is
+// for tests only.
 package depcheck
 
 import (
@@ -89,18 +91,4 @@ func importers(deps map[string][]string, dep string) []string {
 	}
 	slices.Sort(out)
 	return out
-}
-
-// NotTheLab are the rules of every product binary (snug, snug-agent,
-// snug-controller): no lab (apt-get, network namespaces, PKI, the
-// Kubernetes build), experiments, load generator, lab commands or bench
-// fixtures.
-var NotTheLab = []Forbidden{
-	{Path: "github.com/snug-dev/snug/internal/lab", Tree: true, Why: "the lab"},
-	{Path: "github.com/snug-dev/snug/internal/experiment", Tree: true, Why: "the lab's experiments"},
-	{Path: "github.com/snug-dev/snug/internal/loadgen", Tree: true, Why: "the lab's load generator"},
-	{Path: "github.com/snug-dev/snug/internal/labcli", Tree: true, Why: "snug-lab's commands"},
-	{Path: "github.com/snug-dev/snug/internal/agent/agenttest", Tree: true, Why: "the agent's bench and test fixtures"},
-	{Path: "github.com/snug-dev/snug/internal/agent/agentbench", Tree: true, Why: "the agent's bench"},
-	{Path: "github.com/google/go-containerregistry", Tree: true, Why: "image building and pushing (snug-lab images)"},
 }
