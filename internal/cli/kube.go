@@ -20,7 +20,7 @@ import (
 const requestTimeout = 30 * time.Second
 
 // noKubeconfig is the error of a command that found no kubeconfig.
-const noKubeconfig = "no kubeconfig found (tried --kubeconfig, $KUBECONFIG, ~/.kube/config); for the lab use --kubeconfig \"$(snug-lab kubeconfig)\" or eval \"$(snug-lab env)\""
+const noKubeconfig = "no kubeconfig found (tried --kubeconfig, $KUBECONFIG, ~/.kube/config)"
 
 // kubeOptions are the flags of subcommands that talk to a cluster.
 type kubeOptions struct {
@@ -63,7 +63,7 @@ func (o *kubeOptions) connect() (*cluster, error) {
 		if clientcmd.IsEmptyConfig(err) {
 			return nil, errors.New(noKubeconfig)
 		}
-		return nil, fmt.Errorf("loading kubeconfig: %w (for the lab: --kubeconfig \"$(snug-lab kubeconfig)\")", err)
+		return nil, fmt.Errorf("loading kubeconfig: %w", err)
 	}
 	ns, _, err := cc.Namespace()
 	if err != nil {
@@ -93,5 +93,5 @@ func (c *cluster) explain(err error) error {
 	if errors.As(err, &status) || !errors.As(err, &uerr) {
 		return err
 	}
-	return fmt.Errorf("cannot reach the API server at %s (is the cluster up? for the lab: snug-lab status): %w", c.server, err)
+	return fmt.Errorf("cannot reach the API server at %s (is the cluster up, and is the kubeconfig's context the one meant?): %w", c.server, err)
 }
