@@ -1,11 +1,9 @@
 package depcheck
 
 import (
-	"bytes"
 	"fmt"
 	"maps"
 	"os"
-	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -19,36 +17,20 @@ const UpdateEnv = "SNUG_UPDATE_DEPS"
 // linux/amd64), so that the list is the same on every machine.
 var target = []string{"GOOS=linux", "GOARCH=amd64", "CGO_ENABLED=0"}
 
-// Linked returns what pkg links on the images' platform: every package
-// but the standard library's internal and vendored ones (they follow the
-// Go release, not our imports), sorted, each with the packages that import
-// it directly.
-func Linked(t testing.TB, pkg string) (list []string, importedBy map[string][]string) {
+// Linked returns what pkg links on the images' platform, sorted: every
+// package but the standard library's internal and vendored ones (they
+// follow the Go release, not our imports); and, as Deps does, every
+// package linked with the packages it imports directly.
+func Linked(t testing.TB, pkg string) (list []string, deps map[string][]string) {
 	t.Helper()
-	cmd := exec.Command(goTool(), "list", "-deps", "-f", `{{.ImportPath}} {{.Standard}} {{join .Imports " "}}`, pkg)
-	cmd.Env = append(os.Environ(), target...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("go list -deps %s: %v\n%s", pkg, err, stderr.String())
-	}
-	importedBy = map[string][]string{}
-	for line := range strings.Lines(string(out)) {
-		f := strings.Fields(line)
-		if len(f) < 2 {
-			continue
-		}
-		if f[1] == "true" && stdHidden(f[0]) {
-			continue
-		}
-		list = append(list, f[0])
-		for _, imp := range f[2:] {
-			importedBy[imp] = append(importedBy[imp], f[0])
+	deps, std := goListDeps(t, pkg, target)
+	for p := range deps {
+		if !(std[p] && stdHidden(p)) {
+			list = append(list, p)
 		}
 	}
 	slices.Sort(list)
-	return list, importedBy
+	return list, deps
 }
 
 func stdHidden(p string) bool {
@@ -63,7 +45,7 @@ func stdHidden(p string) bool {
 // SNUG_UPDATE_DEPS=1 in the environment it writes the file instead.
 func Allowed(t testing.TB, pkg, golden string) {
 	t.Helper()
-	list, importedBy := Linked(t, pkg)
+	list, deps := Linked(t, pkg)
 	header := fmt.Sprintf("# What %s links (go list -deps, %s; the standard\n# library's internal packages left out). A test fails when this differs:\n# a new dependency is reviewed here. Rewrite it with `make depaware`.\n",
 		pkg, strings.Join(target, " "))
 	if os.Getenv(UpdateEnv) == "1" {
@@ -87,10 +69,8 @@ func Allowed(t testing.TB, pkg, golden string) {
 	}
 	for _, p := range list {
 		if !allowed[p] {
-			by := slices.Clone(importedBy[p])
-			slices.Sort(by)
 			t.Errorf("%s links %s, which is not on its allow-list %s (imported by %s); if it is meant, review it and run make depaware",
-				pkg, p, golden, strings.Join(by, ", "))
+				pkg, p, golden, strings.Join(importers(deps, p), ", "))
 		}
 		delete(allowed, p)
 	}

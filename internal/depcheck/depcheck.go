@@ -9,6 +9,7 @@ package depcheck
 import (
 	"bytes"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
@@ -43,22 +44,35 @@ func goTool() string {
 // packages it imports directly. Test files do not count.
 func Deps(t testing.TB, pkg string) map[string][]string {
 	t.Helper()
-	cmd := exec.Command(goTool(), "list", "-deps", "-f", `{{.ImportPath}} {{join .Imports " "}}`, pkg)
+	deps, _ := goListDeps(t, pkg, nil)
+	return deps
+}
+
+// goListDeps runs `go list -deps` on pkg with env added to the
+// environment, and returns every package linked with the packages it
+// imports directly, and which of them are the standard library's.
+func goListDeps(t testing.TB, pkg string, env []string) (deps map[string][]string, std map[string]bool) {
+	t.Helper()
+	cmd := exec.Command(goTool(), "list", "-deps", "-f", `{{.ImportPath}} {{.Standard}} {{join .Imports " "}}`, pkg)
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("go list -deps %s: %v\n%s", pkg, err, stderr.String())
 	}
-	deps := map[string][]string{}
+	deps, std = map[string][]string{}, map[string]bool{}
 	for line := range strings.Lines(string(out)) {
 		fields := strings.Fields(line)
-		if len(fields) == 0 {
+		if len(fields) < 2 {
 			continue
 		}
-		deps[fields[0]] = fields[1:]
+		deps[fields[0]] = fields[2:]
+		std[fields[0]] = fields[1] == "true"
 	}
-	return deps
+	return deps, std
 }
 
 // Check fails t once per package in pkg's dependencies that a rule
