@@ -15,13 +15,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/snug-dev/snug/internal/actuate"
 	"github.com/snug-dev/snug/internal/kube"
 	"github.com/snug-dev/snug/internal/resize"
 	"github.com/snug-dev/snug/lab/internal/experiment"
-	"github.com/snug-dev/snug/lab/internal/lab"
 )
 
 const (
@@ -215,12 +213,11 @@ func clientWithTimeout(t *testing.T, timeout time.Duration) *kube.Client {
 // coreClient is a core/v1 client (internal/kube) for the lab whose
 // requests end after timeout; 0 means no timeout.
 func coreClient(timeout time.Duration) (*kube.Client, error) {
-	cfg, err := clientcmd.BuildConfigFromFlags("", labOpts.Kubeconfig())
+	cfg, err := labOpts.RESTConfig()
 	if err != nil {
-		return nil, fmt.Errorf("loading the lab's kubeconfig: %w", err)
+		return nil, err
 	}
 	cfg.Timeout = timeout
-	cfg.QPS, cfg.Burst = lab.ClientRate()
 	return kube.NewForConfig(cfg)
 }
 

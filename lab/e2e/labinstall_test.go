@@ -5,9 +5,7 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -22,16 +20,13 @@ import (
 // in the lab's registry; uninstall removes them; a second uninstall says
 // there is nothing to remove and fails.
 func TestLabInstall(t *testing.T) {
-	bin := os.Getenv("SNUG_BIN")
-	if bin == "" {
-		bin, _ = filepath.Abs("../../bin")
-	}
+	snugLab := builtBin(t, "snug-lab")
 	labCmd := func(args ...string) (string, error) {
 		ctx, cancel := context.WithTimeout(t.Context(), 6*time.Minute)
 		defer cancel()
 		args = append(args, "--kubernetes-version", labOpts.KubernetesVersion, "--dir", labOpts.Dir, "--cache-dir", labOpts.CacheDir)
 		var out bytes.Buffer
-		cmd := exec.CommandContext(ctx, filepath.Join(bin, "snug-lab"), args...)
+		cmd := exec.CommandContext(ctx, snugLab, args...)
 		cmd.Stdout, cmd.Stderr = &out, &out
 		start := time.Now()
 		err := cmd.Run()

@@ -151,6 +151,9 @@ func TestEveryTestHasATier(t *testing.T) {
 	found := map[string]bool{}
 	fset := token.NewFileSet()
 	for _, f := range files {
+		if f == "tier_test.go" {
+			continue
+		}
 		af, err := parser.ParseFile(fset, f, nil, parser.SkipObjectResolution)
 		if err != nil {
 			t.Fatal(err)
@@ -158,9 +161,6 @@ func TestEveryTestHasATier(t *testing.T) {
 		for _, d := range af.Decls {
 			fd, ok := d.(*ast.FuncDecl)
 			if !ok || fd.Recv != nil || !strings.HasPrefix(fd.Name.Name, "Test") || fd.Name.Name == "TestMain" {
-				continue
-			}
-			if f == "tier_test.go" {
 				continue
 			}
 			found[fd.Name.Name] = true

@@ -130,12 +130,7 @@ func InstallSnug(ctx context.Context, client kubernetes.Interface, o InstallOpti
 	if err != nil {
 		return nil, err
 	}
-	s = &Snug{
-		AgentLog:      filepath.Join(o.LogDir, "agent.log"),
-		ControllerLog: filepath.Join(o.LogDir, "controller.log"),
-		install:       &o,
-		client:        client,
-	}
+	s = installed(client, o)
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, s.Stop())
@@ -417,6 +412,17 @@ func helm(ctx context.Context, bin string, args ...string) ([]byte, error) {
 	return bytes.TrimSpace(out), err
 }
 
+// installed is the Snug of the chart install o: its pods' logs go to
+// o.LogDir when it is uninstalled.
+func installed(client kubernetes.Interface, o InstallOptions) *Snug {
+	return &Snug{
+		AgentLog:      filepath.Join(o.LogDir, "agent.log"),
+		ControllerLog: filepath.Join(o.LogDir, "controller.log"),
+		install:       &o,
+		client:        client,
+	}
+}
+
 // UninstallSnug removes an install that InstallSnug made and left running
 // (snug-lab install): it saves the pods' logs to o.LogDir, runs helm
 // uninstall, waits until the agent and controller pods are gone and
@@ -433,12 +439,7 @@ func UninstallSnug(ctx context.Context, client kubernetes.Interface, o InstallOp
 	if err != nil {
 		return fmt.Errorf("no release %s in namespace %s to uninstall: %w\n%s", o.release(), o.namespace(), err, out)
 	}
-	s := &Snug{
-		AgentLog:      filepath.Join(o.LogDir, "agent.log"),
-		ControllerLog: filepath.Join(o.LogDir, "controller.log"),
-		install:       &o,
-		client:        client,
-		reader:        &Reader{Namespace: metav1.NamespaceDefault, Name: readerName, client: client},
-	}
+	s := installed(client, o)
+	s.reader = &Reader{Namespace: metav1.NamespaceDefault, Name: readerName, client: client}
 	return s.uninstall(ctx)
 }

@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/snug-dev/snug/lab/internal/lab/pki"
@@ -190,29 +191,29 @@ func nodeReadySince(ctx context.Context, c kubernetes.Interface, name string, si
 	return false
 }
 
-// Client returns a clientset for the lab's admin kubeconfig.
+// Client returns a clientset for the lab's admin kubeconfig whose
+// requests end after 10 s.
 func (o *Options) Client() (*kubernetes.Clientset, error) {
+	cfg, err := o.RESTConfig()
+	if err != nil {
+		return nil, err
+	}
+	cfg.Timeout = 10 * time.Second
+	return kubernetes.NewForConfig(cfg)
+}
+
+// RESTConfig is the client config of the lab's admin kubeconfig, at 50
+// requests a second (burst 100): client-go's default of 5 throttles the
+// tests' bursts (the planner's property test sends ~1,600 dry-run patches),
+// and the lab's API server serves one admin client at this rate easily.
+func (o *Options) RESTConfig() (*rest.Config, error) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", o.Kubeconfig())
 	if err != nil {
 		return nil, fmt.Errorf("loading lab kubeconfig: %w", err)
 	}
-	cfg.Timeout = 10 * time.Second
-	// client-go's default of 5 requests a second throttles the tests'
-	// bursts (the planner's property test sends ~1,600 dry-run patches);
-	// the lab's API server serves one admin client at this rate easily.
-	cfg.QPS, cfg.Burst = labClientQPS, labClientBurst
-	return kubernetes.NewForConfig(cfg)
+	cfg.QPS, cfg.Burst = 50, 100
+	return cfg, nil
 }
-
-// The lab's admin clients' rate limit (Client; the e2e suite's too).
-const (
-	labClientQPS   = 50
-	labClientBurst = 100
-)
-
-// ClientRate is the rate limit of the lab's admin clients, for the other
-// clients the e2e suite makes from the lab's kubeconfig.
-func ClientRate() (qps float32, burst int) { return labClientQPS, labClientBurst }
 
 // runningComponents lists the recorded components that still run.
 func runningComponents(o *Options) []string {
