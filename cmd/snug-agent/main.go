@@ -15,5 +15,5 @@ import (
 func main() {
 	o := agent.NewOptions()
 	os.Exit(daemon.Main("snug-agent", "snug-agent --node NAME [flags]", os.Args[1:], os.Stderr, o,
-		func(ctx context.Context) error { return agent.Run(ctx, o, os.Stdout, os.Stderr) }))
+		func(ctx context.Context) error { return agent.Run(ctx, o, os.Stdout) }))
 }

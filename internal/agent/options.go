@@ -33,8 +33,6 @@ type Options struct {
 	Serving httpauth.ServingOptions
 	// CgroupRoot is where cgroups are mounted.
 	CgroupRoot string
-	// Verbosity is the log level; 1 adds per-container events.
-	Verbosity int
 	// APITimeout bounds the start-up checks against the API server.
 	APITimeout time.Duration
 	// Autoscale turns the decision step on: pods under a SnugPolicy are
@@ -76,7 +74,6 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Listen, "listen", o.Listen, "address for /metrics, /healthz, /readyz and /snug/v1/")
 	o.Serving.AddFlags(fs, "/metrics and /snug/v1/ (/healthz and /readyz stay open)")
 	fs.StringVar(&o.CgroupRoot, "cgroup-root", o.CgroupRoot, "where the cgroup hierarchies are mounted")
-	fs.IntVarP(&o.Verbosity, "v", "v", o.Verbosity, "log verbosity; 1 logs each container tracked, gone or not found")
 	fs.DurationVar(&o.APITimeout, "api-timeout", o.APITimeout, "how long to wait for the API server at start-up")
 	fs.BoolVar(&o.Autoscale, "autoscale", o.Autoscale, "decide and resize in place the pods that a SnugPolicy covers (false: only sample)")
 	fs.BoolVar(&o.DryRun, "dry-run", o.DryRun, "decide and log resizes, but never patch a pod")
@@ -107,9 +104,6 @@ func (o *Options) Validate() error {
 	}
 	if err := o.Serving.Validate(); err != nil {
 		errs = append(errs, err)
-	}
-	if o.Verbosity < 0 {
-		errs = append(errs, errors.New("--v must not be negative"))
 	}
 	if o.APITimeout <= 0 {
 		errs = append(errs, errors.New("--api-timeout must be positive"))

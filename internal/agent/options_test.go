@@ -51,7 +51,7 @@ func TestRunFailsOnMissingCgroupRoot(t *testing.T) {
 	if err := o.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	err := Run(context.Background(), o, io.Discard, io.Discard)
+	err := Run(context.Background(), o, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "reading cgroups at /nonexistent") {
 		t.Errorf("Run: %v, want an error about reading cgroups at /nonexistent", err)
 	}

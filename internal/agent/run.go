@@ -9,13 +9,13 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"github.com/go-logr/logr/funcr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	policyclient "github.com/snug-dev/snug/api/v1alpha1/client"
@@ -24,17 +24,6 @@ import (
 	"github.com/snug-dev/snug/internal/kube"
 	"github.com/snug-dev/snug/internal/recommend"
 )
-
-// newLogger logs one line per message to w, up to verbosity v.
-func newLogger(w io.Writer, v int) logr.Logger {
-	return funcr.New(func(prefix, args string) {
-		if prefix != "" {
-			fmt.Fprintf(w, "%s %s: %s\n", time.Now().UTC().Format(time.RFC3339Nano), prefix, args)
-			return
-		}
-		fmt.Fprintf(w, "%s %s\n", time.Now().UTC().Format(time.RFC3339Nano), args)
-	}, funcr.Options{Verbosity: v})
-}
 
 // clients are the agent's connections to the API server: the core/v1
 // client of internal/kube (pods, nodes, configmaps, events) and the
@@ -79,9 +68,10 @@ func eventScheme() *runtime.Scheme {
 // fails: it checks the node with the API server, serves the HTTP API on
 // o.Listen, watches the node's pods and, with o.Autoscale, decides and
 // resizes. It prints one line on stdout when it runs and one when it
-// stops, and logs to stderr.
-func Run(ctx context.Context, o *Options, stdout, stderr io.Writer) error {
-	log := newLogger(stderr, o.Verbosity)
+// stops, and logs through klog.Background() (daemon.Main applies the
+// logging flags).
+func Run(ctx context.Context, o *Options, stdout io.Writer) error {
+	log := klog.Background()
 	ctx = logr.NewContext(ctx, log)
 
 	layout, err := cgroup.Reader{Root: o.CgroupRoot}.Layout()

@@ -74,7 +74,7 @@ func (o *convertOptions) Validate() error {
 	if o.forceConflicts && !o.apply {
 		errs = append(errs, errors.New("--force-conflicts needs --apply"))
 	}
-	if o.allNamespaces && o.kube.namespace != "" {
+	if o.allNamespaces && o.kube.namespaceFlag() != "" {
 		errs = append(errs, errors.New("-A and -n exclude each other"))
 	}
 	return errors.Join(errs...)

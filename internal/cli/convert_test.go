@@ -24,7 +24,7 @@ func TestConvertOptionsValidate(t *testing.T) {
 		{"bad output", func(o *convertOptions) { o.output = "table" }, "use yaml or json"},
 		{"apply and output", func(o *convertOptions) { o.apply, o.output = true, "yaml" }, "-o prints"},
 		{"force without apply", func(o *convertOptions) { o.forceConflicts = true }, "needs --apply"},
-		{"-A and -n", func(o *convertOptions) { o.allNamespaces, o.kube.namespace = true, "x" }, "exclude each other"},
+		{"-A and -n", func(o *convertOptions) { o.allNamespaces, o.kube = true, withNamespace("x") }, "exclude each other"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -4,10 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
 	"time"
 
 	"github.com/spf13/pflag"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -22,19 +24,72 @@ const requestTimeout = 30 * time.Second
 // noKubeconfig is the error of a command that found no kubeconfig.
 const noKubeconfig = "no kubeconfig found (tried --kubeconfig, $KUBECONFIG, ~/.kube/config)"
 
-// kubeOptions are the flags of subcommands that talk to a cluster.
+// kubeOptions are the flags of subcommands that talk to a cluster: the
+// standard kubeconfig flags of kubectl and its plugins (cli-runtime's
+// genericclioptions: --kubeconfig, --context, --cluster, --user, -n, -s,
+// --as, --as-group, --token, --request-timeout, ...), resolved the way
+// kubectl resolves them.
 type kubeOptions struct {
-	// kubeconfig is --kubeconfig; empty means $KUBECONFIG, then
-	// ~/.kube/config (clientcmd's loading rules, as kubectl's).
-	kubeconfig string
-	// namespace is -n; empty means the kubeconfig context's namespace, then
-	// "default".
-	namespace string
+	flags *genericclioptions.ConfigFlags
+	// timeout bounds each request unless --request-timeout is given.
+	timeout time.Duration
 }
 
 func (o *kubeOptions) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "path of the kubeconfig (default $KUBECONFIG, then ~/.kube/config)")
-	fs.StringVarP(&o.namespace, "namespace", "n", "", "namespace (default: the kubeconfig context's, else \"default\")")
+	o.init()
+	o.flags.AddFlags(fs)
+}
+
+func (o *kubeOptions) init() {
+	if o.flags == nil {
+		// Not persistent: each command loads the kubeconfig once anyway,
+		// and a test may change the flags between loads.
+		o.flags = genericclioptions.NewConfigFlags(false)
+		// snug reads no discovery cache; --cache-dir would be a flag that
+		// does nothing.
+		o.flags.CacheDir = nil
+	}
+}
+
+// namespaceFlag is -n as given ("" when not given).
+func (o *kubeOptions) namespaceFlag() string {
+	o.init()
+	return *o.flags.Namespace
+}
+
+// restConfig is the client config the flags and kubeconfig give, and the
+// namespace (-n, else the context's, else "default").
+func (o *kubeOptions) restConfig(userAgent string) (*rest.Config, string, error) {
+	o.init()
+	loader := o.flags.ToRawKubeConfigLoader()
+	raw, err := loader.RawConfig()
+	if err != nil {
+		return nil, "", fmt.Errorf("loading kubeconfig: %w", err)
+	}
+	// With no kubeconfig, no --server and not in a pod, clientcmd would
+	// fall back to http://localhost:8080; say what is missing instead.
+	if len(raw.Clusters) == 0 && *o.flags.APIServer == "" && os.Getenv("KUBERNETES_SERVICE_HOST") == "" {
+		return nil, "", errors.New(noKubeconfig)
+	}
+	cfg, err := o.flags.ToRESTConfig()
+	if err != nil {
+		if clientcmd.IsEmptyConfig(err) {
+			return nil, "", errors.New(noKubeconfig)
+		}
+		return nil, "", fmt.Errorf("loading kubeconfig: %w", err)
+	}
+	ns, _, err := loader.Namespace()
+	if err != nil {
+		return nil, "", fmt.Errorf("reading the kubeconfig's namespace: %w", err)
+	}
+	if t := *o.flags.Timeout; t == "" || t == "0" {
+		cfg.Timeout = o.timeout
+		if cfg.Timeout == 0 {
+			cfg.Timeout = requestTimeout
+		}
+	}
+	cfg.UserAgent = userAgent
+	return cfg, ns, nil
 }
 
 // cluster is a connection to the API server.
@@ -51,26 +106,10 @@ type cluster struct {
 // connect loads the kubeconfig and builds a client. It does not contact
 // the server.
 func (o *kubeOptions) connect() (*cluster, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = o.kubeconfig
-	overrides := &clientcmd.ConfigOverrides{}
-	if o.namespace != "" {
-		overrides.Context.Namespace = o.namespace
-	}
-	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides)
-	cfg, err := cc.ClientConfig()
+	cfg, ns, err := o.restConfig("snug")
 	if err != nil {
-		if clientcmd.IsEmptyConfig(err) {
-			return nil, errors.New(noKubeconfig)
-		}
-		return nil, fmt.Errorf("loading kubeconfig: %w", err)
+		return nil, err
 	}
-	ns, _, err := cc.Namespace()
-	if err != nil {
-		return nil, fmt.Errorf("reading the kubeconfig's namespace: %w", err)
-	}
-	cfg.Timeout = requestTimeout
-	cfg.UserAgent = "snug"
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("creating a client for %s: %w", cfg.Host, err)

@@ -61,7 +61,7 @@ func (o *statusOptions) Validate() error {
 	if _, err := labels.Parse(o.selector); err != nil {
 		errs = append(errs, fmt.Errorf("-l %q: %w", o.selector, err))
 	}
-	if o.allNamespaces && o.kube.namespace != "" {
+	if o.allNamespaces && o.kube.namespaceFlag() != "" {
 		errs = append(errs, errors.New("-A and -n exclude each other"))
 	}
 	return errors.Join(errs...)

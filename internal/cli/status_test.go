@@ -104,7 +104,7 @@ func TestStatusOptionsValidate(t *testing.T) {
 		{statusOptions{output: "table"}, ""},
 		{statusOptions{output: "yaml"}, `-o "yaml": use table, wide or json`},
 		{statusOptions{output: "wide", selector: "app in (a"}, `-l "app in (a"`},
-		{statusOptions{output: "json", allNamespaces: true, kube: kubeOptions{namespace: "x"}}, "-A and -n exclude each other"},
+		{statusOptions{output: "json", allNamespaces: true, kube: withNamespace("x")}, "-A and -n exclude each other"},
 	} {
 		err := tt.o.Validate()
 		if (tt.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tt.want)) {

@@ -12,7 +12,6 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/snug-dev/snug/internal/trace"
 )
@@ -90,17 +89,17 @@ func (o *traceOutputs) write(rec *trace.Recording, stdout io.Writer) error {
 
 // traceOptions configures `snug trace`.
 type traceOptions struct {
-	kubeconfig string
-	namespace  string
-	selector   string
-	duration   time.Duration
-	interval   time.Duration
-	outputs    traceOutputs
+	kube     kubeOptions
+	selector string
+	duration time.Duration
+	interval time.Duration
+	outputs  traceOutputs
 }
 
 func (o *traceOptions) addFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig to use (default: $KUBECONFIG, ~/.kube/config, else the lab's when it is up)")
-	fs.StringVarP(&o.namespace, "namespace", "n", "", "namespace of the pods (default: the kubeconfig context's, else default)")
+	// Bounds every request; watches are restarted when it ends them.
+	o.kube.timeout = 10 * time.Second
+	o.kube.AddFlags(fs)
 	fs.StringVarP(&o.selector, "selector", "l", "", "trace every pod this label selector selects, now or later, instead of one pod")
 	fs.DurationVar(&o.duration, "for", 0, "end the trace after this long (default: until Ctrl-C)")
 	fs.DurationVar(&o.interval, "interval", trace.DefaultInterval, "sample every pod at least this often, besides on every change")
@@ -175,26 +174,11 @@ changes (--table, the default). A saved recording renders again with
 	return cmd
 }
 
-// client resolves the kubeconfig and namespace the way kubectl does
-// (--kubeconfig, then $KUBECONFIG, then ~/.kube/config).
+// client resolves the kubeconfig and namespace the way kubectl does.
 func (o *traceOptions) client() (*kubernetes.Clientset, string, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = o.kubeconfig
-	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{})
-	cfg, err := cc.ClientConfig()
-	if clientcmd.IsEmptyConfig(err) {
-		return nil, "", errors.New(noKubeconfig)
-	}
+	cfg, ns, err := o.kube.restConfig("snug")
 	if err != nil {
-		return nil, "", fmt.Errorf("loading kubeconfig: %w", err)
-	}
-	// Bounds every request; watches are restarted when it ends them.
-	cfg.Timeout = 10 * time.Second
-	ns := o.namespace
-	if ns == "" {
-		if ns, _, err = cc.Namespace(); err != nil {
-			return nil, "", fmt.Errorf("loading kubeconfig: %w", err)
-		}
+		return nil, "", err
 	}
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {

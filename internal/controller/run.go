@@ -160,7 +160,7 @@ func (o *Options) Validate() error {
 // leadership is lost (an error, so that the process restarts with a clean
 // state).
 func Run(ctx context.Context, o *Options) error {
-	log := klog.NewKlogr().WithName("controller")
+	log := klog.Background().WithName("controller")
 	ctx = klog.NewContext(ctx, log)
 
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()

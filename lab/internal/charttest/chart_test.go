@@ -35,6 +35,7 @@ import (
 
 	snugagent "github.com/snug-dev/snug/internal/agent"
 	snugcontroller "github.com/snug-dev/snug/internal/controller"
+	"github.com/snug-dev/snug/internal/daemon"
 	"github.com/snug-dev/snug/lab/internal/lab"
 	"github.com/snug-dev/snug/lab/internal/lab/helm"
 )
@@ -225,6 +226,13 @@ var pendingFlags = []string{"tls", "tls-cert-file", "tls-private-key-file"}
 
 // parseArgs parses a container's arguments with the flags of its binary,
 // as its main does: an unknown flag fails.
+// agentFlags and controllerFlags add what each binary parses (daemon.Main:
+// its options, the logging flags, --version).
+func agentFlags(fs *pflag.FlagSet) { fs.AddFlagSet(daemon.Flags("snug-agent", snugagent.NewOptions())) }
+func controllerFlags(fs *pflag.FlagSet) {
+	fs.AddFlagSet(daemon.Flags("snug-controller", snugcontroller.NewOptions()))
+}
+
 func parseArgs(t *testing.T, c corev1.Container, addFlags func(*pflag.FlagSet)) {
 	t.Helper()
 	fs := pflag.NewFlagSet(c.Name, pflag.ContinueOnError)
@@ -307,7 +315,7 @@ func TestDefaults(t *testing.T) {
 	spec := ds.Spec.Template.Spec
 	checkHardened(t, "agent", spec, "https")
 	c := spec.Containers[0]
-	parseArgs(t, c, snugagent.NewOptions().AddFlags)
+	parseArgs(t, c, agentFlags)
 	if c.Image != "ghcr.io/snug-dev/snug-agent:"+version {
 		t.Errorf("agent image %q", c.Image)
 	}
@@ -335,7 +343,7 @@ func TestDefaults(t *testing.T) {
 	spec = d.Spec.Template.Spec
 	checkHardened(t, "controller", spec, "health")
 	c = spec.Containers[0]
-	parseArgs(t, c, snugcontroller.NewOptions().AddFlags)
+	parseArgs(t, c, controllerFlags)
 	if c.Image != "ghcr.io/snug-dev/snug-controller:"+version {
 		t.Errorf("controller image %q", c.Image)
 	}
@@ -441,8 +449,8 @@ func TestTLS(t *testing.T) {
 		ds := one[*appsv1.DaemonSet](t, r)
 		d := one[*appsv1.Deployment](t, r)
 		ac, cc := ds.Spec.Template.Spec.Containers[0], d.Spec.Template.Spec.Containers[0]
-		parseArgs(t, ac, snugagent.NewOptions().AddFlags)
-		parseArgs(t, cc, snugcontroller.NewOptions().AddFlags)
+		parseArgs(t, ac, agentFlags)
+		parseArgs(t, cc, controllerFlags)
 		checkHardened(t, "agent", ds.Spec.Template.Spec, "https")
 		checkHardened(t, "controller", d.Spec.Template.Spec, "health")
 		for _, c := range []corev1.Container{ac, cc} {
@@ -515,10 +523,15 @@ func TestAllOn(t *testing.T) {
 	ds := one[*appsv1.DaemonSet](t, r)
 	d := one[*appsv1.Deployment](t, r)
 	ac, cc := ds.Spec.Template.Spec.Containers[0], d.Spec.Template.Spec.Containers[0]
-	parseArgs(t, ac, snugagent.NewOptions().AddFlags)
-	parseArgs(t, cc, snugcontroller.NewOptions().AddFlags)
+	parseArgs(t, ac, agentFlags)
+	parseArgs(t, cc, controllerFlags)
 	if ac.Image != "registry.example.com:5000/snug-dev/snug-agent:v9.9.9-test" || cc.Image != "registry.example.com:5000/snug-dev/snug-controller:v9.9.9-test" {
 		t.Errorf("images %q, %q: want the global registry and tag", ac.Image, cc.Image)
+	}
+	for _, c := range []corev1.Container{ac, cc} {
+		if !hasArg(c, "--logging-format=json") || !hasArg(c, "--v=2") {
+			t.Errorf("%s: args %q, want logging.format json and verbosity 2", c.Name, c.Args)
+		}
 	}
 	if !hasArg(ac, "--dry-run") || !hasArg(cc, "--workers=4") || !hasArg(cc, "--install-crds") {
 		t.Errorf("extra args missing: agent %q, controller %q", ac.Args, cc.Args)
