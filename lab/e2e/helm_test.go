@@ -4,9 +4,11 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -102,7 +104,8 @@ func TestHelm(t *testing.T) {
 	checkAgentLogs(t, ns, agents)
 
 	start = time.Now()
-	run("upgrade", helmRelease, chart, "-n", ns, "--reuse-values", "--set", "image.tag="+tags[1])
+	run("upgrade", helmRelease, chart, "-n", ns, "--reuse-values", "--set", "image.tag="+tags[1],
+		"--set", "logging.format=json", "--set", "logging.verbosity=1")
 	agents2, controllers2 := waitRolledOut(t, ns, tags[1])
 	for _, p := range append(slices.Clone(agents2), controllers2...) {
 		if slices.Contains(agents, p) || slices.Contains(controllers, p) {
@@ -111,6 +114,7 @@ func TestHelm(t *testing.T) {
 	}
 	leader2 := waitLeader(t, ns, controllers2)
 	t.Logf("upgraded to %s in %.1fs: agents %v, controllers %v, leader %s", tags[1], time.Since(start).Seconds(), agents2, controllers2, leader2)
+	checkJSONLogs(t, ns, append([]string{leader2}, agents2...), leader2)
 
 	start = time.Now()
 	run("uninstall", helmRelease, "-n", ns, "--wait")
@@ -270,6 +274,39 @@ func checkAgentLogs(t *testing.T, ns string, agents []string) {
 		for _, line := range strings.Split(string(raw), "\n") {
 			if strings.Contains(line, "permission denied") || strings.Contains(line, "forbidden") {
 				t.Errorf("agent %s: %s", a, line)
+			}
+		}
+	}
+}
+
+// checkJSONLogs: after the upgrade to logging.format=json, the pods log
+// JSON objects and no klog text line; the leader's log has its "leading"
+// line as JSON.
+func checkJSONLogs(t *testing.T, ns string, pods []string, leader string) {
+	t.Helper()
+	klogText := regexp.MustCompile(`^[IWEF]\d{4} \d\d:\d\d:\d\d`)
+	waitFor(t, "the leader "+leader+" to log leading as JSON", time.Minute, func() (bool, error) {
+		raw, err := client.CoreV1().Pods(ns).GetLogs(leader, &corev1.PodLogOptions{}).DoRaw(t.Context())
+		return strings.Contains(string(raw), `"msg":"leading"`), err
+	})
+	for _, p := range pods {
+		var raw []byte
+		objects := 0
+		waitFor(t, p+" to log a JSON object", time.Minute, func() (bool, error) {
+			var err error
+			raw, err = client.CoreV1().Pods(ns).GetLogs(p, &corev1.PodLogOptions{}).DoRaw(t.Context())
+			objects = 0
+			for _, line := range strings.Split(string(raw), "\n") {
+				var obj map[string]any
+				if json.Unmarshal([]byte(line), &obj) == nil && obj["msg"] != nil {
+					objects++
+				}
+			}
+			return objects > 0, err
+		})
+		for _, line := range strings.Split(string(raw), "\n") {
+			if klogText.MatchString(line) {
+				t.Errorf("%s logs klog text with logging.format=json: %s", p, line)
 			}
 		}
 	}
