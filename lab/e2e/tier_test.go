@@ -47,6 +47,7 @@ var tiers = map[string]string{
 	"TestResizeCLIBadInput":               tierAPI,
 	"TestTraceBadInput":                   tierAPI,
 	"TestResizeDefaultsRequestToLimit":    tierAPI,
+	"TestControllerStatusUnscheduled":     tierAPI,
 
 	// core
 	"TestAdmission":                    tierCore,
