@@ -15,11 +15,12 @@ import (
 	"github.com/snug-dev/snug/config/rbac"
 	snugagent "github.com/snug-dev/snug/internal/agent"
 	snugcontroller "github.com/snug-dev/snug/internal/controller"
+	"github.com/snug-dev/snug/internal/daemon"
 )
 
 // checkArgs parses the container's arguments with the flags of the binary
-// its command names (the flag set its main builds from the component's
-// Options): an unknown flag fails, so the manifest cannot drift from the
+// its command names (the flag set its main builds: daemon.Flags, the
+// component's Options and the logging flags): an unknown flag fails, so the manifest cannot drift from the
 // binary.
 func checkArgs(t *testing.T, c corev1.Container, binary string, addFlags func(*pflag.FlagSet)) {
 	t.Helper()
@@ -62,7 +63,7 @@ func TestAgent(t *testing.T) {
 		t.Fatalf("%d containers, want 1", len(spec.Containers))
 	}
 	c := spec.Containers[0]
-	checkArgs(t, c, "snug-agent", snugagent.NewOptions().AddFlags)
+	checkArgs(t, c, "snug-agent", func(fs *pflag.FlagSet) { fs.AddFlagSet(daemon.Flags("snug-agent", snugagent.NewOptions())) })
 
 	// --node from the downward API.
 	node, _ := flag(c.Args, "node")
@@ -131,7 +132,9 @@ func TestController(t *testing.T) {
 		t.Fatalf("%d containers, want 1", len(spec.Containers))
 	}
 	c := spec.Containers[0]
-	checkArgs(t, c, "snug-controller", snugcontroller.NewOptions().AddFlags)
+	checkArgs(t, c, "snug-controller", func(fs *pflag.FlagSet) {
+		fs.AddFlagSet(daemon.Flags("snug-controller", snugcontroller.NewOptions()))
+	})
 	// The Lease lives where config/rbac grants it.
 	if ns, _ := flag(c.Args, "leader-election-namespace"); ns != rbac.Namespace {
 		t.Errorf("--leader-election-namespace=%q, want %s", ns, rbac.Namespace)
