@@ -265,7 +265,21 @@ func testAutoscaleBarePods(t *testing.T, pc *policyclient.Client, ag *agentProc,
 	// Memory near its limit: 58Mi held under 64Mi.
 	memStep := writeLoad(t, mem, "memory=58Mi")
 	guStep := writeLoad(t, gu, "cpu=300m")
+	// held is the first sample with the allocation in place. On the hybrid
+	// node it comes within a second of the step; in the cgroup-v2 node's
+	// User-Mode Linux guest, where a page fault costs far more and one
+	// vCPU serves every pod, it came 25-30 s later, and every grow decided
+	// on the way up followed new evidence.
+	var held time.Time
+	observe := func(c agent.ContainerJSON) {
+		for _, p := range c.History {
+			if held.IsZero() && p.Time.After(memStep) && p.MemoryWorkingSetBytes >= 56<<20 {
+				held = p.Time
+			}
+		}
+	}
 	c := ag.waitAutoscale(t, ns, mem, 2*time.Minute, func(c agent.ContainerJSON) bool {
+		observe(c)
 		_, ok := memoryGrownAfter(c.Autoscale, memStep, 64<<20)
 		return ok
 	})
@@ -278,6 +292,7 @@ func testAutoscaleBarePods(t *testing.T, pc *policyclient.Client, ag *agentProc,
 	// of evidence: memory must not keep growing on it (it once went
 	// 64Mi -> 144Mi -> 324Mi -> 486Mi for this working set).
 	c = ag.waitAutoscale(t, ns, mem, 3*time.Minute, func(c agent.ContainerJSON) bool {
+		observe(c)
 		rs := appliedAfter(c.Autoscale, memStep)
 		// The view holds the last 30 points (?limit=30): 75 s is read off
 		// the latest sample's time, not counted.
@@ -285,18 +300,25 @@ func testAutoscaleBarePods(t *testing.T, pc *policyclient.Client, ag *agentProc,
 			len(ratePointsAfter(c.History, rs[len(rs)-1].AppliedAt.Add(time.Second))) >= 10
 	})
 	ws := c.Latest.MemoryWorkingSetBytes
+	if held.IsZero() {
+		t.Fatalf("no sample after the step with the 58Mi held (working set now %.1f MiB)", float64(ws)/(1<<20))
+	}
 	var limits []string
-	largest, prev := int64(0), int64(64<<20)
+	largest, prev, afterHeld := int64(0), int64(64<<20), 0
 	for _, r := range appliedAfter(c.Autoscale, memStep) {
 		l := r.Containers["app"].MemoryLimitBytes
 		if l == prev || l == 0 {
 			continue // a cpu-only resize
 		}
 		prev, largest = l, max(largest, l)
-		limits = append(limits, fmt.Sprintf("%.1fMi", float64(l)/(1<<20)))
+		when := "ramp"
+		if !r.DecidedAt.Before(held) {
+			when, afterHeld = "held", afterHeld+1
+		}
+		limits = append(limits, fmt.Sprintf("%.1fMi (%s)", float64(l)/(1<<20), when))
 	}
-	t.Logf("MEMORY %s: working set %.1f MiB, limit now %.1f MiB, limits applied %v, oom kills %d",
-		labOpts.KubernetesVersion, float64(ws)/(1<<20), float64(*c.Latest.MemoryLimitBytes)/(1<<20), limits, c.Latest.OOMKills)
+	t.Logf("MEMORY %s: working set %.1f MiB, held %.1fs after the step, limit now %.1f MiB, limits applied %v, oom kills %d",
+		labOpts.KubernetesVersion, float64(ws)/(1<<20), held.Sub(memStep).Seconds(), float64(*c.Latest.MemoryLimitBytes)/(1<<20), limits, c.Latest.OOMKills)
 	if c.Latest.OOMKills != 0 {
 		t.Errorf("%d oom kills, want none", c.Latest.OOMKills)
 	}
@@ -306,8 +328,8 @@ func testAutoscaleBarePods(t *testing.T, pc *policyclient.Client, ag *agentProc,
 	if largest >= 200<<20 {
 		t.Errorf("memory limit reached %.1f MiB for a %.1f MiB working set, want well under 200Mi", float64(largest)/(1<<20), float64(ws)/(1<<20))
 	}
-	if n := len(limits); n > 2 {
-		t.Errorf("%d memory resizes after one allocation, want at most 2 (the fast path's and the baseline's)", n)
+	if afterHeld > 2 {
+		t.Errorf("%d memory resizes decided once the allocation was held, want at most 2 (the fast path's and the baseline's)", afterHeld)
 	}
 	assertInPlace(t, ns, mem, memID, corev1.PodQOSBurstable)
 
