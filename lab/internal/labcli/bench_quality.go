@@ -24,6 +24,7 @@ import (
 type benchQualityOptions struct {
 	quality.Options
 	alibabaCPUMillis, alibabaMemBytes int64
+	googleMode                        string
 
 	// calibrate plays the sustained-load scenario on the lab instead
 	// (runCalibrate); the fields below are its.
@@ -54,8 +55,10 @@ func newBenchQualityOptions() *benchQualityOptions {
 		Options: quality.Options{
 			Shapes: trace.Shapes(), Seeds: append(slices.Clone(trace.TuningSeeds), trace.HeldOutSeeds...),
 			TraceFormat: "snug", Cache: cache, Workers: runtime.GOMAXPROCS(0),
+			Google: trace.GoogleOptions{CPUMillis: 64000, MemBytes: 256 << 30, Seed: 1, Hours: 72},
 		},
 		alibabaCPUMillis: 1000, alibabaMemBytes: 1 << 30,
+		googleMode:    "drawn",
 		calibrateWith: []string{autoscalerSnug, autoscalerVPA},
 		lab:           lab.NewOptions(), duration: trace.SustainedSeconds * time.Second, calibrateSeed: 1, timeout: 3 * time.Minute,
 	}
@@ -65,7 +68,12 @@ func (o *benchQualityOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&o.Shapes, "shape", o.Shapes, "synthetic shapes to replay")
 	fs.Int64SliceVar(&o.Seeds, "seed", o.Seeds, fmt.Sprintf("seeds of the synthetic corpus (tuning half %v, held-out half %v)", trace.TuningSeeds, trace.HeldOutSeeds))
 	fs.StringVar(&o.TraceFile, "trace", o.TraceFile, "replay this recorded trace instead of the synthetic corpus")
-	fs.StringVar(&o.TraceFormat, "trace-format", o.TraceFormat, "format of --trace: snug (a snug trace recording, JSON or CSV) or alibaba (cluster-trace-v2018 container_usage.csv)")
+	fs.StringVar(&o.TraceFormat, "trace-format", o.TraceFormat, "format of --trace: snug (a snug trace recording, JSON or CSV), alibaba (cluster-trace-v2018 container_usage.csv) or google (cluster-data 2019 instance_usage rows as cloud-traces-comparison publishes them: a CSV file or a directory of them; one trace per job)")
+	fs.Float64Var(&o.Google.CPUMillis, "google-cpu-millis", o.Google.CPUMillis, "google: millicores a normalised cpu of 1.0 (the largest machine) stands for")
+	fs.Float64Var(&o.Google.MemBytes, "google-mem-bytes", o.Google.MemBytes, "google: bytes a normalised memory of 1.0 (the largest machine) stands for")
+	fs.StringVar(&o.googleMode, "google-mode", o.googleMode, "google: drawn (each second's cpu drawn from its window's percentiles, memory at the window's mean with one peak at its max) or hold (each window's mean cpu and peak memory held for its 5 minutes: the pessimistic bound for memory)")
+	fs.Uint64Var(&o.Google.Seed, "google-seed", o.Google.Seed, "google: the seed of the drawn seconds")
+	fs.Float64Var(&o.Google.Hours, "google-hours", o.Google.Hours, "google: replay at most this many hours of each job (0: all of it)")
 	fs.Int64Var(&o.alibabaCPUMillis, "alibaba-cpu-millis", o.alibabaCPUMillis, "millicores that cpu_util_percent 100 stands for (the container's cpu_request), also its starting request and limit")
 	fs.Int64Var(&o.alibabaMemBytes, "alibaba-mem-bytes", o.alibabaMemBytes, "bytes that mem_util_percent 100 stands for, also the starting request and limit")
 	fs.StringVar(&o.Out, "out", o.Out, "write one SVG per trace here (--calibrate: the lab's measurements, calibrate-lab.json)")
@@ -103,9 +111,16 @@ func (o *benchQualityOptions) Validate() error {
 			}
 		}
 	}
-	if o.TraceFormat != "snug" && o.TraceFormat != "alibaba" {
-		errs = append(errs, fmt.Errorf("--trace-format %q: want snug or alibaba", o.TraceFormat))
+	if o.TraceFormat != "snug" && o.TraceFormat != "alibaba" && o.TraceFormat != "google" {
+		errs = append(errs, fmt.Errorf("--trace-format %q: want snug, alibaba or google", o.TraceFormat))
 	}
+	if o.Google.CPUMillis <= 0 || o.Google.MemBytes <= 0 || o.Google.Hours < 0 {
+		errs = append(errs, errors.New("--google-cpu-millis and --google-mem-bytes must be positive, --google-hours not negative"))
+	}
+	if o.googleMode != "drawn" && o.googleMode != "hold" {
+		errs = append(errs, fmt.Errorf("--google-mode %q: want drawn or hold", o.googleMode))
+	}
+	o.Google.Hold = o.googleMode == "hold"
 	if o.alibabaCPUMillis <= 0 || o.alibabaMemBytes <= 0 {
 		errs = append(errs, errors.New("--alibaba-cpu-millis and --alibaba-mem-bytes must be positive"))
 	}

@@ -20,8 +20,10 @@ func TestBenchQualityFlags(t *testing.T) {
 	}{
 		{[]string{"bench", "quality", "--shape", "sine"}, `--shape "sine": want one of`},
 		{[]string{"bench", "quality", "--shape", ""}, "--shape and --seed: name at least one"},
-		{[]string{"bench", "quality", "--trace-format", "prom"}, `--trace-format "prom": want snug or alibaba`},
+		{[]string{"bench", "quality", "--trace-format", "prom"}, `--trace-format "prom": want snug, alibaba or google`},
 		{[]string{"bench", "quality", "--alibaba-cpu-millis", "0"}, "--alibaba-cpu-millis and --alibaba-mem-bytes must be positive"},
+		{[]string{"bench", "quality", "--google-mode", "mean"}, `--google-mode "mean": want drawn or hold`},
+		{[]string{"bench", "quality", "--google-cpu-millis", "0"}, "--google-cpu-millis and --google-mem-bytes must be positive"},
 		{[]string{"bench", "quality", "--workers", "0"}, "--workers must be at least 1"},
 		{[]string{"bench", "quality", "--calibrate-from", "x.json"}, "--calibrate-from: only with --calibrate"},
 		{[]string{"bench", "quality", "--calibrate", "--duration", "5s"}, "--duration 5s: want whole seconds, at least 10s"},

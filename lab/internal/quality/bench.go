@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -103,6 +105,7 @@ var figures = []figure{
 	{"starved core-s", func(m *Metrics) float64 { return m.StarvedCoreSeconds }, ""},
 	{"throttled seconds", func(m *Metrics) float64 { return m.ThrottledShare }, "%"},
 	{"oom kills", func(m *Metrics) float64 { return float64(m.OOMKills) }, ""},
+	{"oom kills caused", func(m *Metrics) float64 { return float64(m.OOMKillsCaused) }, ""},
 	{"resizes/pod-hour", func(m *Metrics) float64 { return m.ResizesPerPodHour }, ""},
 	{"starvation ended p50 s", func(m *Metrics) float64 { return m.EndedP50() }, ""},
 	{"starvation ended max s", func(m *Metrics) float64 { return m.EndedMax() }, ""},
@@ -169,7 +172,7 @@ func WriteTable(w io.Writer, title string, runs map[string]*Metrics) {
 func WriteSummary(w io.Writer, title string, results []*Result) {
 	fmt.Fprintln(w, title)
 	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "TRACE\tCPU SLACK snug|vpa\tMEM SLACK snug|vpa\tSTARVED CORE-S snug|vpa\tOOM snug|vpa\tRESIZES/POD-H snug|vpa\tENDED P50 S snug|vpa")
+	fmt.Fprintln(tw, "TRACE\tCPU SLACK snug|vpa\tMEM SLACK snug|vpa\tSTARVED CORE-S snug|vpa\tOOM (CAUSED) snug|vpa\tRESIZES/POD-H snug|vpa\tENDED P50 S snug|vpa")
 	for _, r := range results {
 		s, v := r.Runs["snug"], r.Runs["vpa"]
 		if s == nil || v == nil {
@@ -182,7 +185,7 @@ func WriteSummary(w io.Writer, title string, results []*Result) {
 			pair(func(m *Metrics) float64 { return m.CPUSlack }, "%"),
 			pair(func(m *Metrics) float64 { return m.MemSlack }, "%"),
 			pair(func(m *Metrics) float64 { return m.StarvedCoreSeconds }, ""),
-			pair(func(m *Metrics) float64 { return float64(m.OOMKills) }, ""),
+			fmt.Sprintf("%d (%d) | %d (%d)", s.OOMKills, s.OOMKillsCaused, v.OOMKills, v.OOMKillsCaused),
 			pair(func(m *Metrics) float64 { return m.ResizesPerPodHour }, ""),
 			pair((*Metrics).EndedP50, ""))
 	}
@@ -226,6 +229,7 @@ func Overall(results []*Result) map[string]*Metrics {
 			sum.minHeadroom = math.Min(sum.minHeadroom, a.minHeadroom)
 			m.StarvedCoreSeconds += x.StarvedCoreSeconds
 			m.OOMKills += x.OOMKills
+			m.OOMKillsCaused += x.OOMKillsCaused
 			m.Resizes += x.Resizes
 			m.CPURequestCoreHours += x.CPURequestCoreHours
 			m.MemRequestGiBHours += x.MemRequestGiBHours
@@ -292,9 +296,10 @@ type Options struct {
 	Shapes    []string
 	Seeds     []int64
 	TraceFile string
-	// TraceFormat is "snug" (snug's trace CSV) or "alibaba".
+	// TraceFormat is "snug" (snug's trace CSV), "alibaba" or "google".
 	TraceFormat string
 	Alibaba     trace.AlibabaOptions
+	Google      trace.GoogleOptions
 	Out         string
 	VPASource   string
 	Cache       string
@@ -322,7 +327,13 @@ func Bench(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 	}
 	var traces []*trace.Trace
 	held := map[*trace.Trace]bool{}
-	if o.TraceFile != "" {
+	if o.TraceFile != "" && o.TraceFormat == "google" {
+		trs, err := readGoogle(o.TraceFile, o.Google)
+		if err != nil {
+			return err
+		}
+		traces = append(traces, trs...)
+	} else if o.TraceFile != "" {
 		f, err := os.Open(o.TraceFile)
 		if err != nil {
 			return fmt.Errorf("reading the trace: %w", err)
@@ -371,6 +382,9 @@ func Bench(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 			tuning = append(tuning, r)
 		}
 		title := fmt.Sprintf("%s (%s, %d pod(s), %.1f h)", r.Trace.Name, halfName(r.Held, o.TraceFile != ""), len(r.Trace.Pods), float64(r.Trace.Seconds)/3600)
+		if r.Trace.Note != "" {
+			title += "\n" + r.Trace.Note
+		}
 		WriteTable(stdout, title, r.Runs)
 		if o.Out != "" {
 			name := strings.ReplaceAll(r.Trace.Name, "/", "-") + ".svg"
@@ -390,8 +404,13 @@ func Bench(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 	if len(results) > 1 {
 		WriteSummary(stdout, "per trace, snug | vpa", results)
 	}
-	if len(tuning) > 0 && len(results) > 1 {
+	if len(tuning) > 0 && len(results) > 1 && o.TraceFile == "" {
 		WriteTable(stdout, fmt.Sprintf("overall, tuning half (%d traces)", len(tuning)), Overall(tuning))
+	}
+	if o.TraceFile != "" && len(results) > 0 {
+		WriteTable(stdout, fmt.Sprintf("overall, imported (%d traces)", len(results)), Overall(results))
+		RealGoals(stdout, results)
+		fmt.Fprintln(stdout)
 	}
 	if len(heldOut) > 0 {
 		WriteTable(stdout, fmt.Sprintf("overall, held-out half (%d traces)", len(heldOut)), Overall(heldOut))
@@ -414,4 +433,113 @@ func halfName(held, imported bool) string {
 		return "held-out half"
 	}
 	return "tuning half"
+}
+
+// readGoogle reads a Google cluster-data 2019 file, or every .csv file
+// under a directory (in name order, one job per subdirectory as
+// cloud-traces-comparison lays them out), as one stream: one trace per
+// job.
+func readGoogle(path string, o trace.GoogleOptions) ([]*trace.Trace, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading the trace: %w", err)
+	}
+	files := []string{path}
+	if fi.IsDir() {
+		files = nil
+		err := filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() && strings.HasSuffix(p, ".csv") {
+				files = append(files, p)
+			}
+			return err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("reading the trace: %w", err)
+		}
+		if len(files) == 0 {
+			return nil, fmt.Errorf("reading the trace: no .csv file under %s", path)
+		}
+	}
+	var rs []io.Reader
+	for _, p := range files {
+		f, err := os.Open(p)
+		if err != nil {
+			return nil, fmt.Errorf("reading the trace: %w", err)
+		}
+		defer f.Close()
+		rs = append(rs, f, strings.NewReader("\n"))
+	}
+	return trace.ReadGoogle(io.MultiReader(rs...), filepath.Base(filepath.Clean(path)), o)
+}
+
+// RealGoals prints the goals on imported (real) traces: snug causes no OOM
+// kill and has at most static's; resizes per pod-hour at most 0.5 for the
+// median pod and 2 at p95; request slack at most 0.7x VPA's, pooled and as
+// the median of per-trace ratios; starved core-seconds at most 0.5x VPA's.
+func RealGoals(w io.Writer, results []*Result) {
+	met := func(ok bool) string {
+		if ok {
+			return "met"
+		}
+		return "NOT met"
+	}
+	all := Overall(results)
+	s, v, st := all["snug"], all["vpa"], all["static"]
+	if s == nil {
+		return
+	}
+	fmt.Fprintln(w, "goals on these traces:")
+	if st != nil {
+		fmt.Fprintf(w, "  oom kills snug caused: %d, want 0 (%s); snug's %d <= static's %d (%s)\n",
+			s.OOMKillsCaused, met(s.OOMKillsCaused == 0), s.OOMKills, st.OOMKills, met(s.OOMKills <= st.OOMKills))
+		for _, r := range results {
+			if rs, rst := r.Runs["snug"], r.Runs["static"]; rs != nil && rst != nil && rs.OOMKills > rst.OOMKills {
+				fmt.Fprintf(w, "    %s: snug %d oom kills (%d caused), static %d\n", r.Trace.Name, rs.OOMKills, rs.OOMKillsCaused, rst.OOMKills)
+			}
+		}
+	}
+	var perPod []float64
+	for _, r := range results {
+		if m := r.Runs["snug"]; m != nil {
+			for _, at := range m.ResizedAt {
+				perPod = append(perPod, float64(len(at))/(float64(m.Seconds)/3600))
+			}
+		}
+	}
+	slices.Sort(perPod)
+	p50, p95 := quantile(perPod, 0.5), quantile(perPod, 0.95)
+	fmt.Fprintf(w, "  resizes per pod-hour, median pod %.2f <= 0.5 (%s), p95 %.2f <= 2 (%s), over %d pods\n",
+		p50, met(p50 <= 0.5), p95, met(p95 <= 2), len(perPod))
+	if v == nil {
+		return
+	}
+	var cpuR, memR []float64
+	for _, r := range results {
+		if rs, rv := r.Runs["snug"], r.Runs["vpa"]; rs != nil && rv != nil {
+			cpuR = append(cpuR, rs.CPUSlack/rv.CPUSlack)
+			memR = append(memR, rs.MemSlack/rv.MemSlack)
+		}
+	}
+	slices.Sort(cpuR)
+	slices.Sort(memR)
+	fmt.Fprintf(w, "  cpu slack <= 0.7x VPA's: pooled %s (%s), median of traces %.2fx (%s)\n",
+		ratio(s.CPUSlack, v.CPUSlack), met(s.CPUSlack <= 0.7*v.CPUSlack), quantile(cpuR, 0.5), met(quantile(cpuR, 0.5) <= 0.7))
+	fmt.Fprintf(w, "  mem slack <= 0.7x VPA's: pooled %s (%s), median of traces %.2fx (%s)\n",
+		ratio(s.MemSlack, v.MemSlack), met(s.MemSlack <= 0.7*v.MemSlack), quantile(memR, 0.5), met(quantile(memR, 0.5) <= 0.7))
+	fmt.Fprintf(w, "  starved core-seconds <= 0.5x VPA's: %s (%s)\n",
+		ratio(s.StarvedCoreSeconds, v.StarvedCoreSeconds), met(s.StarvedCoreSeconds <= 0.5*v.StarvedCoreSeconds))
+}
+
+// quantile is the q-quantile of sorted xs, linear between ranks (NaN for
+// none).
+func quantile(xs []float64, q float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	pos := q * float64(len(xs)-1)
+	i := int(pos)
+	if i+1 >= len(xs) {
+		return xs[len(xs)-1]
+	}
+	return xs[i] + (xs[i+1]-xs[i])*(pos-float64(i))
 }

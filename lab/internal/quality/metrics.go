@@ -36,8 +36,12 @@ type Metrics struct {
 	// ThrottledShare is the share of running container-seconds throttled
 	// (ThrottledSecond or more of the CFS periods).
 	ThrottledShare float64
-	// OOMKills counts OOM kills.
-	OOMKills int
+	// OOMKills counts OOM kills. OOMKillsCaused counts those the sizer
+	// caused: at a working set the trace's own memory limit (the static
+	// run's, the resources as written) would have held, or with no limit
+	// written. The others are the workload's own: static is killed there
+	// too.
+	OOMKills, OOMKillsCaused int
 	// Resizes counts resizes that took effect (a pod's containers resized
 	// in the same second count once); ResizesPerPodHour divides by pods and
 	// hours.
@@ -70,6 +74,9 @@ type Metrics struct {
 	endings   []*Ending
 	throttled []float64
 	first     []int
+	// written is each container's memory limit as the trace writes it, at
+	// first[pod]+c (0: none).
+	written []int64
 }
 
 // TargetChange is the second a recommendation's cpu target changed, and to
@@ -104,8 +111,9 @@ func newMetrics(tr *trace.Trace, sizer string) *Metrics {
 	}
 	for _, p := range tr.Pods {
 		m.first = append(m.first, len(m.throttled))
-		for range p.Containers {
+		for _, c := range p.Containers {
 			m.throttled = append(m.throttled, math.NaN())
+			m.written = append(m.written, c.MemLimitBytes)
 		}
 	}
 	for range tr.Steps {
@@ -130,6 +138,9 @@ func (m *Metrics) add(p, c, t int, s node.Second, r node.Resources) {
 	a.starved += s.StarvedMillis / 1000
 	if s.OOMKilled {
 		m.OOMKills++
+		if w := m.written[m.first[p]+c]; w <= 0 || s.KilledAtBytes <= float64(w) {
+			m.OOMKillsCaused++
+		}
 		a.minHeadroom = 0
 	}
 	if s.Resized && m.lastResized[p] != t {

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/snug-dev/snug/lab/internal/quality/node"
 	"github.com/snug-dev/snug/lab/internal/quality/trace"
 )
 
@@ -252,5 +253,26 @@ func TestVPAReplay(t *testing.T) {
 	// (at 103 s, effective at 104): 44 s after the default's 60.
 	if lab[0] != def[0]+44 || lab[1] != def[1]+44 {
 		t.Errorf("phases 44/43: first resizes %v, want 44 s after %v", lab, def)
+	}
+}
+
+// TestOOMKillsCaused: a kill at a working set the written 200 B limit
+// would hold is the sizer's; one above it is the workload's own, as the
+// static run's kills always are.
+func TestOOMKillsCaused(t *testing.T) {
+	tr := tiny([]float64{100, 100, 100}, []float64{50, 250, 50})
+	m := newMetrics(tr, "snug")
+	r := node.Resources{CPURequestMillis: 200, CPULimitMillis: 200, MemRequestBytes: 100, MemLimitBytes: 120}
+	m.add(0, 0, 0, node.Second{OOMKilled: true, KilledAtBytes: 150}, r)
+	m.add(0, 0, 1, node.Second{OOMKilled: true, KilledAtBytes: 250}, r)
+	if m.OOMKills != 2 || m.OOMKillsCaused != 1 {
+		t.Errorf("oom kills %d, caused %d; want 2 and 1", m.OOMKills, m.OOMKillsCaused)
+	}
+	s, err := Run(tr, "static", Env{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.OOMKills != 1 || s.OOMKillsCaused != 0 {
+		t.Errorf("static: oom kills %d, caused %d; want 1 and 0", s.OOMKills, s.OOMKillsCaused)
 	}
 }

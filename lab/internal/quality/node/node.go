@@ -72,8 +72,10 @@ type Second struct {
 	ThrottledFraction float64
 	// MemBytes is the working set at the end of the second (0 when down).
 	MemBytes float64
-	// OOMKilled is true if the container was killed in this second.
-	OOMKilled bool
+	// OOMKilled is true if the container was killed in this second;
+	// KilledAtBytes is then the working set it wanted.
+	OOMKilled     bool
+	KilledAtBytes float64
 	// Restarted is true if the container (re)started in this second: its
 	// cgroup is new. AfterOOM says it restarted after an OOM kill (the pod
 	// status then shows lastState.terminated.reason OOMKilled).
@@ -149,7 +151,7 @@ func (c *Container) Step(now int, cpuDemand float64, memAt func(age int) float64
 	}
 	c.age++
 	if c.Actual.MemLimitBytes > 0 && ws > float64(c.Actual.MemLimitBytes) {
-		s.OOMKilled = true
+		s.OOMKilled, s.KilledAtBytes = true, ws
 		c.kill(now)
 		return s
 	}

@@ -28,6 +28,8 @@ type Trace struct {
 	// Steps are the seconds at which demand steps up sharply: each is one
 	// "starvation ended" measurement.
 	Steps []int
+	// Note says where an imported trace came from and how it was read.
+	Note string
 }
 
 // Pod is one pod of a trace.
