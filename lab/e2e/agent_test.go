@@ -45,9 +45,24 @@ func agentSuite(t *testing.T, node string) {
 	t.Run("cpu 300m", func(t *testing.T) {
 		p := createLoadPod(t, ns, loadPod{name: "load-cpu", node: node, cpuRequest: "100m", memRequest: "32Mi", args: []string{"--cpu=300m"}})
 		running := time.Now()
-		// Skip the start-up second, then average five samples.
+		// Skip the start-up second, then average five samples. On the
+		// cgroup-v2 node the guest's one vCPU serves the kubelet, the
+		// runtime and the agent too, and snug-load gets its 300m only when
+		// they are quiet: it once got 259m while its own PSI showed it
+		// stalled 37% of the time (avg10). There the five samples must
+		// show it was not waiting for CPU (under 10% of each second
+		// stalled): the test measures the agent's reading, not the guest.
+		calm := func(ps []agent.PointJSON) bool {
+			for _, pt := range ps {
+				if v2 && (pt.Pressure == nil || pt.Pressure.CPU.SomeStalledFraction >= 0.1) {
+					return false
+				}
+			}
+			return true
+		}
 		pts := ag.waitPoints(t, ns, p, "app", func(ps []agent.PointJSON) bool {
-			return len(ratePointsAfter(ps, running.Add(time.Second))) >= 5
+			r := ratePointsAfter(ps, running.Add(time.Second))
+			return len(r) >= 5 && calm(r[len(r)-5:])
 		})
 		rate := ratePointsAfter(pts, running.Add(time.Second))
 		rate = rate[len(rate)-5:]
