@@ -7,7 +7,8 @@
 #         tier on the others.
 #   full: the unit tiers, then per version one lab and every e2e test
 #         (api, core, smoke and full: the cgroup-v2 node's whole run, chaos,
-#         upstream VPA, the demo, the benches' e2e).
+#         upstream VPA, the demo, the benches' e2e). A failing e2e tier does
+#         not stop it: every version runs, and the exit code says one failed.
 #
 # Each tier's output goes to $OUT/<tier>.log; $OUT/tiers.tsv records each
 # tier's wall time and exit code. At the end, pass or fail, it prints every
@@ -74,7 +75,7 @@ tier lab-unit bash -c "cd '$ROOT/lab' && '$GO' test -shuffle=on ./..." || exit 1
 
 for v in $VERSIONS; do
 	tier "lab-up-$v" up "$v" || exit 1
-	tier "api-$v" e2e "$v" api || { down; exit 1; }
+	if ! tier "api-$v" e2e "$v" api && [ "$mode" = gate ]; then down; exit 1; fi
 	case $mode in
 	gate)
 		if [ "$v" = "$CORE_VERSION" ]; then
@@ -84,8 +85,10 @@ for v in $VERSIONS; do
 		fi
 		;;
 	full)
-		tier "core-$v" e2e "$v" core || { down; exit 1; }
-		tier "full-$v" e2e "$v" full SNUG_E2E_V2=full || { down; exit 1; }
+		# A failed version does not stop the matrix: the next versions
+		# still run, and the exit code says that one failed.
+		tier "core-$v" e2e "$v" core
+		tier "full-$v" e2e "$v" full SNUG_E2E_V2=full
 		;;
 	esac
 	down
