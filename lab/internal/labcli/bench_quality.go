@@ -74,6 +74,7 @@ func (o *benchQualityOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.googleMode, "google-mode", o.googleMode, "google: drawn (each second's cpu drawn from its window's percentiles, memory at the window's mean with one peak at its max) or hold (each window's mean cpu and peak memory held for its 5 minutes: the pessimistic bound for memory)")
 	fs.Uint64Var(&o.Google.Seed, "google-seed", o.Google.Seed, "google: the seed of the drawn seconds")
 	fs.Float64Var(&o.Google.Hours, "google-hours", o.Google.Hours, "google: replay at most this many hours of each job (0: all of it)")
+	fs.BoolVar(&o.Google.CPULimit, "google-cpu-limit", o.Google.CPULimit, "google: give each task a cpu limit at its Borg cpu limit (Guaranteed pods); by default the Borg cpu limit is the request alone, as Borg lets tasks use idle cpu above it")
 	fs.Int64Var(&o.alibabaCPUMillis, "alibaba-cpu-millis", o.alibabaCPUMillis, "millicores that cpu_util_percent 100 stands for (the container's cpu_request), also its starting request and limit")
 	fs.Int64Var(&o.alibabaMemBytes, "alibaba-mem-bytes", o.alibabaMemBytes, "bytes that mem_util_percent 100 stands for, also the starting request and limit")
 	fs.StringVar(&o.Out, "out", o.Out, "write one SVG per trace here (--calibrate: the lab's measurements, calibrate-lab.json)")

@@ -45,6 +45,14 @@ type GoogleOptions struct {
 	Seed uint64
 	// Hours caps each job's trace at this many hours (0: all of it).
 	Hours float64
+	// CPULimit gives each task a CPU limit at its Borg CPU limit, as well
+	// as a request (Guaranteed pods). Off, the task has the request alone
+	// (Burstable): Borg lets most tasks use more CPU than their limit when
+	// the machine has it idle, and the trace shows it (a window's maximum
+	// second above the limit is common), which a CFS quota at that limit
+	// would forbid. Memory limits are kept either way: the kernel enforces
+	// them in Borg too.
+	CPULimit bool
 }
 
 // googleRow is one instance_usage row, normalised units.
@@ -179,8 +187,9 @@ func ReadGoogle(r io.Reader, name string, o GoogleOptions) ([]*Trace, error) {
 			c := googleContainer(tk.rows, from, n, o, name+"/"+job+"-"+tk.index)
 			tr.Pods = append(tr.Pods, Pod{Name: "task-" + tk.index, Containers: []Container{c}})
 		}
-		tr.Note = fmt.Sprintf("google 2019 job %s: hours %.1f-%.1f of the trace, %d of its %d tasks (the others do not run through them); cpu 1.0 = %.0fm, memory 1.0 = %.0f MiB; %s",
-			job, from/3600, to/3600, len(tr.Pods), len(ts), o.CPUMillis, o.MemBytes/mi, map[bool]string{true: "each window held", false: "seconds drawn"}[o.Hold])
+		tr.Note = fmt.Sprintf("google 2019 job %s: hours %.1f-%.1f of the trace, %d of its %d tasks (the others do not run through them); cpu 1.0 = %.0fm, memory 1.0 = %.0f MiB; %s; %s",
+			job, from/3600, to/3600, len(tr.Pods), len(ts), o.CPUMillis, o.MemBytes/mi, map[bool]string{true: "each window held", false: "seconds drawn"}[o.Hold],
+			map[bool]string{true: "cpu limit = request = Borg's limit", false: "cpu request = Borg's limit, no cpu limit"}[o.CPULimit])
 		if err := tr.Validate(); err != nil {
 			return nil, fmt.Errorf("reading google trace: %w", err)
 		}
@@ -210,8 +219,11 @@ func googleContainer(rows []googleRow, from float64, n int, o GoogleOptions, str
 		first = g
 	}
 	cpuLim, memLim := int64(math.Round(first.cpuLimit*o.CPUMillis)), int64(math.Round(first.memLimit*o.MemBytes))
-	c := Container{Name: "app", CPURequestMillis: cpuLim, CPULimitMillis: cpuLim, MemRequestBytes: memLim, MemLimitBytes: memLim,
+	c := Container{Name: "app", CPURequestMillis: cpuLim, MemRequestBytes: memLim, MemLimitBytes: memLim,
 		CPUMillis: make([]float64, n), MemBytes: make([]float64, n)}
+	if o.CPULimit {
+		c.CPULimitMillis = cpuLim
+	}
 	h := fnv.New64a()
 	h.Write([]byte(stream))
 	rnd := rand.New(rand.NewPCG(o.Seed, h.Sum64()))

@@ -82,10 +82,18 @@ func TestReadGoogle(t *testing.T) {
 	}
 	row := fixtureRow(t, "380263806889-3", "462600000000")
 	c := trs[0].Pods[1].Containers[0]
-	if c.CPURequestMillis != int64(math.Round(row["cpu_limit"]*64000)) || c.CPULimitMillis != c.CPURequestMillis ||
+	if c.CPURequestMillis != int64(math.Round(row["cpu_limit"]*64000)) || c.CPULimitMillis != 0 ||
 		c.MemLimitBytes != int64(math.Round(row["memory_limit"]*(256<<30))) || c.MemRequestBytes != c.MemLimitBytes {
-		t.Errorf("starting resources %dm/%dm %d/%d, want the row's limits scaled as request and limit",
+		t.Errorf("starting resources %dm/%dm %d/%d, want the row's limits scaled: cpu as request alone, memory as request and limit",
 			c.CPURequestMillis, c.CPULimitMillis, c.MemRequestBytes, c.MemLimitBytes)
+	}
+	withLimit := googleScale
+	withLimit.CPULimit = true
+	if l := readGoogleFixture(t, withLimit)[0].Pods[1].Containers[0]; l.CPULimitMillis != c.CPURequestMillis || l.CPURequestMillis != c.CPURequestMillis {
+		t.Errorf("--google-cpu-limit: cpu %dm/%dm, want request = limit = %dm", l.CPURequestMillis, l.CPULimitMillis, c.CPURequestMillis)
+	}
+	if n := trs[0].Note; !strings.Contains(n, "no cpu limit") {
+		t.Errorf("note %q does not say the cpu has no limit", n)
 	}
 
 	// The first window of task 3 is the row at 462600 s: its 300 seconds
