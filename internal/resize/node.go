@@ -77,27 +77,11 @@ func (p *planner) fitNode() *Refusal {
 // capToRoom keeps the largest common fraction of every container's increase
 // of r such that the pod's total request of r fits in room.
 func (p *planner) capToRoom(r res, room int64) {
-	for _, t := range p.targets {
-		t.wanted[r] = t.next[r]
-	}
-	fits := func(f int64) bool {
-		for _, t := range p.targets {
-			t.next[r] = p.capPair(t, r, f)
-		}
+	p.capFraction(r, func() bool {
 		total, _ := unitsOf(podRequests(p.apply(), false), r)
 		return total <= room
-	}
-	lo, hi := int64(0), int64(capScale)
-	for lo < hi {
-		mid := (lo + hi + 1) / 2
-		if fits(mid) {
-			lo = mid
-		} else {
-			hi = mid - 1
-		}
-	}
+	})
 	for _, t := range p.targets {
-		t.next[r] = p.capPair(t, r, lo)
 		if t.next[r] != t.wanted[r] {
 			p.note(t, r, CappedToNodeRoom, "%s request increase to %s cut to %s to fit on the node", r.name(), format(r, t.wanted[r].req.units), format(r, t.next[r].req.units))
 		}

@@ -18,6 +18,9 @@ type Input struct {
 	// OthersClaimed is what the other pods on the node claim, as Claimed
 	// computes it. Nil means nothing.
 	OthersClaimed corev1.ResourceList
+	// Namespace is what the pod's namespace allows: its ResourceQuotas'
+	// room and its LimitRanges. Nil: not checked.
+	Namespace *Namespace
 	// Usage is each container's measured usage, by container name. A
 	// container without an entry (or with no memory figure) has unknown
 	// memory usage, so its memory limit is never lowered.
@@ -203,14 +206,19 @@ func (t *target) changed() bool { return t.next != t.cur }
 //     limit is never lowered or added without a usage figure. A target
 //     never lowers a Burstable container's memory limit below
 //     Usage.MemoryLimitFloorBytes.
-//  4. Node room: if the increase does not fit beside the other pods, or
+//  4. Namespace: changed values are brought within the LimitRanges'
+//     container min, max and maxLimitRequestRatio, and the pod's increases
+//     are cut, by one common fraction, to what the LimitRanges' pod max and
+//     the ResourceQuotas' room allow (notes CappedToNamespace,
+//     RaisedToNamespace); with no increase left, ReasonQuotaFull.
+//  5. Node room: if the increase does not fit beside the other pods, or
 //     beyond the node's allocatable, Options.NoRoom decides: refuse, cap the
 //     increase to what fits, or send anyway with the prediction.
-//  5. The QoS class must not change. A Burstable pod that would become
+//  6. The QoS class must not change. A Burstable pod that would become
 //     Guaranteed keeps one request one unit (1m cpu, else 1 byte of memory)
 //     below its limit (note KeptBurstable); any other change is refused.
-//  6. No request or limit is removed; no limit is added without a request.
-//  7. Containers whose resizePolicy is RestartContainer for a changed
+//  7. No request or limit is removed; no limit is added without a request.
+//  8. Containers whose resizePolicy is RestartContainer for a changed
 //     resource are marked to restart; that is refused unless
 //     Options.AllowRestart, and always in a pod with restartPolicy Never.
 //
@@ -231,7 +239,7 @@ func NewPlan(in Input) (*Plan, error) {
 			return nil, r
 		}
 	}
-	for _, step := range []func() *Refusal{p.fitNode, p.keepQoS, p.checkKeys, p.checkRestarts} {
+	for _, step := range []func() *Refusal{p.fitNamespace, p.fitNode, p.keepQoS, p.checkKeys, p.checkRestarts} {
 		if r := step(); r != nil {
 			return nil, r
 		}

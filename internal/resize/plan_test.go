@@ -17,6 +17,7 @@ type planCase struct {
 	usage  map[string]Usage
 	node   corev1.ResourceList // nil: bigNode; use noNode for none
 	others corev1.ResourceList
+	ns     *Namespace
 	opts   Options
 
 	want          map[string]string // container -> summary of new values
@@ -32,7 +33,7 @@ func runPlanCases(t *testing.T, cases []planCase) {
 	t.Helper()
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			in := Input{Pod: tc.pod, Wish: Wish{Containers: tc.wish}, Usage: tc.usage, OthersClaimed: tc.others, Options: tc.opts}
+			in := Input{Pod: tc.pod, Wish: Wish{Containers: tc.wish}, Usage: tc.usage, OthersClaimed: tc.others, Namespace: tc.ns, Options: tc.opts}
 			switch {
 			case tc.node == nil:
 				in.NodeAllocatable = bigNode

@@ -50,6 +50,9 @@ const (
 	// ReasonWouldBeInfeasible: the pod's new requests exceed the node's
 	// allocatable and Options.NoRoom is NoRoomRefuse.
 	ReasonWouldBeInfeasible Reason = "WouldBeInfeasible"
+	// ReasonQuotaFull: the namespace's ResourceQuotas (or its LimitRanges'
+	// pod max) leave no room for any of the increase the plan wants.
+	ReasonQuotaFull Reason = "QuotaFull"
 )
 
 // Refusal is the error NewPlan returns when it will not plan a resize. It
@@ -106,6 +109,12 @@ const (
 	// KeptBurstable: a request was kept one unit (1m cpu or 1 byte) below its
 	// limit so that a Burstable pod does not become Guaranteed.
 	KeptBurstable Adjustment = "KeptBurstable"
+	// CappedToNamespace: an increase was cut to fit the namespace's
+	// ResourceQuotas or LimitRanges.
+	CappedToNamespace Adjustment = "CappedToNamespace"
+	// RaisedToNamespace: a decrease stopped at a LimitRange's min, or a
+	// request was raised to keep a LimitRange's maxLimitRequestRatio.
+	RaisedToNamespace Adjustment = "RaisedToNamespace"
 	// CappedToNodeRoom: an increase was cut so the pod fits on its node.
 	CappedToNodeRoom Adjustment = "CappedToNodeRoom"
 	// NotControlled: a target named a resource outside controlledResources;
