@@ -76,28 +76,7 @@ func podRequests(pod *corev1.Pod, useStatus bool) corev1.ResourceList {
 		return out
 	}
 
-	reqs := corev1.ResourceList{}
-	for i := range pod.Spec.Containers {
-		addList(reqs, effective(&pod.Spec.Containers[i]))
-	}
-	sidecars := corev1.ResourceList{}
-	inits := corev1.ResourceList{}
-	for i := range pod.Spec.InitContainers {
-		c := &pod.Spec.InitContainers[i]
-		if isSidecar(c) {
-			r := effective(c)
-			addList(reqs, r)
-			addList(sidecars, r)
-			maxList(inits, sidecars)
-			continue
-		}
-		r := corev1.ResourceList{}
-		addList(r, c.Resources.Requests)
-		addList(r, sidecars)
-		maxList(inits, r)
-	}
-	maxList(reqs, inits)
-
+	reqs := containersTotal(pod, effective, func(c *corev1.Container) corev1.ResourceList { return c.Resources.Requests })
 	if pod.Spec.Resources != nil {
 		for name, q := range pod.Spec.Resources.Requests {
 			if podLevelResource(name) {
@@ -107,6 +86,35 @@ func podRequests(pod *corev1.Pod, useStatus bool) corev1.ResourceList {
 	}
 	addList(reqs, pod.Spec.Overhead)
 	return reqs
+}
+
+// containersTotal adds up the containers' lists as the scheduler and the
+// kubelet do: the regular containers and sidecars (running) summed, and at
+// least each init container (initList) plus the sidecars started before it.
+// Pod-level resources and overhead are the caller's.
+func containersTotal(pod *corev1.Pod, running, initList func(*corev1.Container) corev1.ResourceList) corev1.ResourceList {
+	total := corev1.ResourceList{}
+	for i := range pod.Spec.Containers {
+		addList(total, running(&pod.Spec.Containers[i]))
+	}
+	sidecars := corev1.ResourceList{}
+	inits := corev1.ResourceList{}
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		if isSidecar(c) {
+			r := running(c)
+			addList(total, r)
+			addList(sidecars, r)
+			maxList(inits, sidecars)
+			continue
+		}
+		r := corev1.ResourceList{}
+		addList(r, initList(c))
+		addList(r, sidecars)
+		maxList(inits, r)
+	}
+	maxList(total, inits)
+	return total
 }
 
 // isSidecar reports whether an init container is restartable (a sidecar).

@@ -143,38 +143,33 @@ func crossNamespaceAffinity(pod *corev1.Pod) bool {
 	return false
 }
 
-// podLimits returns the pod's limit of r as the quota adds it up (the
-// containers and sidecars, at least the largest init container, plus
-// overhead), and false if a container the sum needs has no limit of r.
+// podLimits returns the pod's limit of r as the quota adds it up (as
+// podRequests adds requests: containersTotal, plus overhead), and false if
+// a container the sum needs has no limit of r.
 func podLimits(pod *corev1.Pod, r res) (int64, bool) {
-	lim := func(c *corev1.Container) (int64, bool) { return unitsOf(c.Resources.Limits, r) }
-	var sum, sidecars, inits int64
-	for i := range pod.Spec.Containers {
-		v, ok := lim(&pod.Spec.Containers[i])
-		if !ok {
-			return 0, false
+	for _, cs := range [][]corev1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
+		for i := range cs {
+			if _, ok := unitsOf(cs[i].Resources.Limits, r); !ok {
+				return 0, false
+			}
 		}
-		sum += v
 	}
-	for i := range pod.Spec.InitContainers {
-		c := &pod.Spec.InitContainers[i]
-		v, ok := lim(c)
-		if !ok {
-			return 0, false
-		}
-		if isSidecar(c) {
-			sum += v
-			sidecars += v
-			inits = max(inits, sidecars)
-			continue
-		}
-		inits = max(inits, v+sidecars)
-	}
-	sum = max(sum, inits)
-	if o, ok := unitsOf(pod.Spec.Overhead, r); ok {
-		sum += o
-	}
+	limits := func(c *corev1.Container) corev1.ResourceList { return c.Resources.Limits }
+	total := containersTotal(pod, limits, limits)
+	addList(total, pod.Spec.Overhead)
+	sum, _ := unitsOf(total, r)
 	return sum, true
+}
+
+// grows reports whether the plan raises r's request or limit of any
+// container.
+func (p *planner) grows(r res) bool {
+	for _, t := range p.targets {
+		if t.next[r].req.units > t.cur[r].req.units || t.next[r].lim.units > t.cur[r].lim.units {
+			return true
+		}
+	}
+	return false
 }
 
 // fitNamespace fits the plan to the namespace: each changed container
@@ -241,24 +236,18 @@ func (p *planner) fitNamespace() *Refusal {
 		if ok {
 			continue
 		}
-		grew := false
-		for _, t := range p.targets {
-			grew = grew || t.next[r].req.units > t.cur[r].req.units || t.next[r].lim.units > t.cur[r].lim.units
-		}
-		if !grew {
+		if !p.grows(r) {
 			// Nothing this plan adds: the namespace is over already (a
 			// quota lowered under its use); a decrease still helps.
 			continue
 		}
 		p.capFraction(r, func() bool { ok, _ := fits(); return ok })
-		left := false
 		for _, t := range p.targets {
 			if t.next[r] != t.wanted[r] {
 				p.note(t, r, CappedToNamespace, "%s increase to %s cut to %s to fit %s", r.name(), format(r, t.wanted[r].req.units), format(r, t.next[r].req.units), what)
 			}
-			left = left || t.next[r].req.units > t.cur[r].req.units || t.next[r].lim.units > t.cur[r].lim.units
 		}
-		if !left {
+		if !p.grows(r) {
 			return refuse(ReasonQuotaFull, "", "no %s increase fits %s", r.name(), what)
 		}
 	}
@@ -309,16 +298,13 @@ func (p *planner) fitContainerRanges(t *target, ranges []corev1.LimitRange) {
 						p.note(t, r, RaisedToNamespace, "%s limit raised to %s, LimitRange %s's container min", r.name(), format(r, next.lim.units), lr.Name)
 					}
 				}
-				if q, ok := it.MaxLimitRequestRatio[r.name()]; ok && next.req.set && next.lim.set && next.req.units > 0 {
-					// ratio = limit / request, a decimal quantity: compare
-					// limit*1000 <= ratio(milli) * request.
-					ratioMilli := q.MilliValue()
-					if ratioMilli > 0 && mulDivCeil(next.lim.units, 1000, 1) > mulDivFloor(next.req.units, ratioMilli, 1) {
-						need := mulDivCeil(next.lim.units, 1000, ratioMilli)
-						if need > next.req.units && need <= next.lim.units {
-							next.req.units = need
-							p.note(t, r, RaisedToNamespace, "%s request raised to %s: LimitRange %s allows a limit at most %s times the request", r.name(), format(r, need), lr.Name, q.String())
-						}
+				if q, ok := it.MaxLimitRequestRatio[r.name()]; ok && q.MilliValue() > 0 && next.req.set && next.lim.set && next.req.units > 0 {
+					// The least request the ratio (limit / request, a
+					// decimal quantity) allows under this limit.
+					need := mulDivCeil(next.lim.units, 1000, q.MilliValue())
+					if need > next.req.units && need <= next.lim.units {
+						next.req.units = need
+						p.note(t, r, RaisedToNamespace, "%s request raised to %s: LimitRange %s allows a limit at most %s times the request", r.name(), format(r, need), lr.Name, q.String())
 					}
 				}
 				if next.req.set && next.lim.set && next.req.units > next.lim.units {
