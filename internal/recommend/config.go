@@ -32,6 +32,11 @@ type Config struct {
 	// MemoryPeakWindow is how long a working-set peak holds the memory
 	// target up. Default 1h.
 	MemoryPeakWindow time.Duration
+	// RegrowWindow is how long, after a request grew back following a
+	// shrink, later shrinks stop at the highest target since that shrink:
+	// the load came back to it after a trough, and will again. Default 24h: a day is the longest
+	// cycle most workloads repeat (diurnal load, nightly batches).
+	RegrowWindow time.Duration
 	// MinCPUMillis and MinMemBytes are the smallest targets recommended,
 	// whatever the policy's minAllowed. Defaults 10m and 16 MiB: below that
 	// a container's own runtime overhead is most of its usage, and a
@@ -173,6 +178,7 @@ func DefaultConfig() Config {
 		MemoryMargin:     0.15,
 		MemoryHeadroom:   0.20,
 		MemoryPeakWindow: time.Hour,
+		RegrowWindow:     24 * time.Hour,
 		MinCPUMillis:     10,
 		MinMemBytes:      16 << 20,
 		WarmupSamples:    60,
@@ -252,6 +258,7 @@ func (c Config) Validate() error {
 	within("memory margin", c.MemoryMargin, 0, 10, false)
 	within("memory headroom", c.MemoryHeadroom, 0, 10, false)
 	positive("memory peak window", c.MemoryPeakWindow)
+	positive("regrow window", c.RegrowWindow)
 	if c.MinCPUMillis < 1 || c.MinMemBytes < 1 {
 		errs = append(errs, fmt.Errorf("minimum targets %dm and %d bytes must be at least 1", c.MinCPUMillis, c.MinMemBytes))
 	}

@@ -48,6 +48,21 @@ type resource struct {
 	// the largest target seen since.
 	shrinkSince time.Time
 	shrinkMax   float64
+	// growSince is the same for a CPU grow without starvation: since when
+	// the target has been above the band. sized says the baseline has once found the
+	// request in the band, or shrunk it: a grow before that sizes a
+	// container snug has just met (or a replica a checkpoint seeded), and
+	// does not wait.
+	growSince time.Time
+	sized     bool
+	// regrownAt is when the request last grew back after a shrink (its
+	// last change before was down, lastDown), and sinceDown the largest
+	// baseline target (usageTarget, clamped) since the request last went
+	// down: after a regrow,
+	// the level the load came back to.
+	regrownAt time.Time
+	sinceDown float64
+	lastDown  bool
 
 	// floor keeps the target at the last grow for a ShrinkWindow.
 	floor      int64
@@ -90,6 +105,9 @@ type Container struct {
 	// latest completed average: what the load asks for now, as opposed to
 	// what its history asked for (pastLoad, shrinkUnderLoad).
 	cpuDemand, cpuLastMean float64
+
+	// recent holds the largest CPU demand of the last ShrinkWindow.
+	recent windowMax
 
 	// Memory: working-set growth rate and the peak of the last window.
 	lastWS     float64
@@ -162,8 +180,8 @@ func (c *Container) Observe(now time.Time, sig cgroup.Signals, cur Resources) De
 	if !c.mem.seen {
 		c.firstMemLimit = cur.MemLimitBytes
 	}
-	cpuChanged := c.cpu.noteCurrent(cur.CPURequestMillis, cur.CPULimitMillis)
-	memChanged := c.mem.noteCurrent(cur.MemRequestBytes, cur.MemLimitBytes)
+	cpuChanged := c.cpu.noteCurrent(now, cur.CPURequestMillis, cur.CPULimitMillis)
+	memChanged := c.mem.noteCurrent(now, cur.MemRequestBytes, cur.MemLimitBytes)
 	c.expireInFlight(now)
 
 	// Learn.
@@ -181,6 +199,7 @@ func (c *Container) Observe(now time.Time, sig cgroup.Signals, cur Resources) De
 			c.cpuSum, c.cpuSecs = 0, 0
 		}
 		c.cpuDemand = demand
+		c.recent.add(now, demand)
 		c.cpu.observedSeconds += sig.IntervalSeconds
 		c.cpu.samples++
 	}
@@ -215,7 +234,7 @@ func (c *Container) Observe(now time.Time, sig cgroup.Signals, cur Resources) De
 		c.rise, c.riseMinRate = 0, 0
 	}
 
-	cpuCand := c.cpuFast(sig, cpuChanged)
+	cpuCand := c.cpuFast(now, sig, cpuChanged)
 	if cpuCand.Action == Hold && cpuCand.Reason.Why != WhyLimitFixed && cpuCand.Reason.Why != WhyNoRequest {
 		cpuCand = c.baseline(now, &c.cpu, cur.CPURequestMillis, cur.CPULimitMillis)
 	}
@@ -234,11 +253,23 @@ func (c *Container) Observe(now time.Time, sig cgroup.Signals, cur Resources) De
 // they changed since the last sample: a resize landed (or someone else
 // resized). The sample that shows the change straddles it, so its rates
 // describe neither the old nor the new size.
-func (r *resource) noteCurrent(req, lim int64) bool {
+func (r *resource) noteCurrent(now time.Time, req, lim int64) bool {
 	changed := r.seen && (req != r.lastReq || lim != r.lastLim)
+	if r.seen && req != r.lastReq {
+		if req > r.lastReq && r.lastDown {
+			r.regrownAt = now
+		}
+		r.lastDown = req < r.lastReq
+		if r.lastDown {
+			r.sinceDown = 0
+		}
+	}
 	r.lastReq, r.lastLim, r.seen = req, lim, true
 	if changed && r.inFlight && req != r.sentFromReq {
 		r.inFlight = false
+	}
+	if changed {
+		r.growSince = time.Time{} // a grow's wait is measured against the request it would change
 	}
 	return changed
 }
@@ -251,7 +282,7 @@ func (c *Container) resetRun() {
 // cpuFast is the CPU fast path: sustained throttling or usage pinned at the
 // limit grows the limit by a factor, and light but persistent throttling by
 // a smaller one. It returns a Hold change when neither fires.
-func (c *Container) cpuFast(sig cgroup.Signals, changed bool) Change {
+func (c *Container) cpuFast(now time.Time, sig cgroup.Signals, changed bool) Change {
 	cfg := c.cfg
 	limit := float64(sig.CPULimitMillicores)
 	if limit <= 0 && !sig.CPUUnlimited {
@@ -386,7 +417,7 @@ func (c *Container) memoryFast(now time.Time, sig cgroup.Signals, changed bool) 
 	// understates the demand; a sustained rise will want more: both step by
 	// the growth factor, and a rise gets MemoryForecast more of it. Never
 	// more than two factors at once.
-	want := max(c.peak.max(now), ws) * (1 + cfg.MemoryHeadroom)
+	want := max(c.peak.max(now), ws) * (1 + c.cfg.MemoryHeadroom)
 	want = max(want, limit*(1+cfg.GrowBand))
 	if hit || stalled || rate > 0 {
 		want = max(want, limit*cfg.MemoryGrowthFactor)
@@ -440,6 +471,16 @@ func (c *Container) minStep(r *resource) int64 {
 // memory at least the window's peak working set plus headroom, and at least
 // the floor of a recent fast-path grow.
 func (c *Container) target(now time.Time, r *resource, p float64) float64 {
+	t := c.usageTarget(now, r, p)
+	if now.Before(r.floorUntil) {
+		t = max(t, float64(r.floor))
+	}
+	return t
+}
+
+// usageTarget is target without the floor of the last grow: what usage
+// alone asks for.
+func (c *Container) usageTarget(now time.Time, r *resource, p float64) float64 {
 	margin := c.cfg.CPUMargin
 	if r.memory {
 		margin = c.cfg.MemoryMargin
@@ -450,10 +491,22 @@ func (c *Container) target(now time.Time, r *resource, p float64) float64 {
 	} else {
 		t = c.cpuRequestTarget(t, p)
 	}
-	if now.Before(r.floorUntil) {
-		t = max(t, float64(r.floor))
-	}
 	return t
+}
+
+// shrinkFloor is the lowest CPU request a shrink may go to: its limit, at
+// the container's limit:request ratio, covers the busiest second of the
+// last stabilization window plus the margin. That second is part of the
+// evidence the shrink rests on; a limit under it would starve when such a
+// second came back, and the fast path would grow it again. 0 where the
+// container has no CPU limit (nothing to starve at) or the policy sets
+// requests alone.
+func (c *Container) shrinkFloor(now time.Time, r *resource, req, lim int64) int64 {
+	if r.memory || req <= 0 || lim <= 0 || c.bounds.RequestsOnly {
+		return 0
+	}
+	need := c.recent.max(now) * (1 + c.cfg.CPUMargin)
+	return ceil(need * float64(req) / float64(lim))
 }
 
 // cpuRequestTarget sizes the CPU request from the percentile of demand
@@ -524,6 +577,7 @@ func (c *Container) baseline(now time.Time, r *resource, req, lim int64) Change 
 		return hold
 	}
 	t := float64(c.clamp(now, r, ceil(c.target(now, r, c.cfg.TargetPercentile))))
+	r.sinceDown = max(r.sinceDown, float64(c.clamp(now, r, ceil(c.usageTarget(now, r, c.cfg.TargetPercentile)))))
 	fr := float64(req)
 	step := float64(c.minStep(r))
 	switch {
@@ -533,8 +587,23 @@ func (c *Container) baseline(now time.Time, r *resource, req, lim int64) Change 
 			hold.Reason = Reason{Why: WhyLoadGone, Value: ceil(t), Request: req}
 			return hold
 		}
+		if r.sized && !r.memory && !c.starving(r) {
+			// No starvation (the fast path answers that at once, and a
+			// limit with room leaves the container its usage): the grow
+			// only reserves, for load that may pass. It waits until the
+			// new level has been seen for a CPU half-life, when the decayed
+			// histogram weighs it as much as all the history before it.
+			if r.growSince.IsZero() {
+				r.growSince = now
+			}
+			if elapsed := now.Sub(r.growSince); elapsed < c.cfg.CPUHalfLife {
+				hold.Reason = Reason{Why: WhyGrowWaiting, Value: ceil(t), Request: req, Duration: c.cfg.CPUHalfLife - elapsed}
+				return hold
+			}
+		}
 		return Change{Action: Grow, Request: ceil(t), Reason: Reason{Why: WhyAboveRequest, Memory: r.memory, Value: ceil(t), Request: req}}
 	case t < fr*(1-c.cfg.ShrinkBand) && fr-t >= step && !c.starving(r):
+		r.growSince = time.Time{}
 		if r.shrinkSince.IsZero() {
 			r.shrinkSince, r.shrinkMax = now, t
 		}
@@ -557,9 +626,32 @@ func (c *Container) baseline(now time.Time, r *resource, req, lim int64) Change 
 			hold.Reason = Reason{Why: WhyLoadNow, Value: n, Request: req, Limit: ceil(c.cpuDemand)}
 			return hold
 		}
+		if g := ceil(r.sinceDown); n < g && !r.regrownAt.IsZero() && now.Sub(r.regrownAt) < c.cfg.RegrowWindow {
+			// The request grew back after its last shrink, within
+			// RegrowWindow, and the target has reached g since: the load
+			// comes back there after its troughs, and a shrink under it
+			// would cost a shrink and a grow each time, for slack given
+			// back only until the next peak.
+			n = g
+			if float64(n) > fr*(1-c.cfg.ShrinkBand) {
+				hold.Reason = Reason{Why: WhyRegrown, Memory: r.memory, Value: n, Request: req}
+				return hold
+			}
+		}
+		if f := c.shrinkFloor(now, r, req, lim); f > 0 && n < f {
+			// Not below the window's busiest second (shrinkFloor). A
+			// shrink that leaves less than the band is not worth a resize.
+			n = f
+			if float64(n) > fr*(1-c.cfg.ShrinkBand) {
+				hold.Reason = Reason{Why: WhyRecentPeak, Value: n, Request: req}
+				return hold
+			}
+		}
+		r.sized = true
 		return Change{Action: Shrink, Request: n, Reason: Reason{Why: WhyBelowRequest, Memory: r.memory, Value: n, Request: req, Duration: elapsed}}
 	default:
-		r.shrinkSince = time.Time{}
+		r.shrinkSince, r.growSince = time.Time{}, time.Time{}
+		r.sized = true
 		hold.Reason = Reason{Why: WhyInBand, Memory: r.memory, Value: ceil(t), Request: req}
 		return hold
 	}

@@ -102,6 +102,10 @@ const (
 	// Baseline, held by the load of now.
 	WhyLoadGone // cpu target above the band from load that is over: hold
 	WhyLoadNow  // cpu shrink due, but the load now needs the limit: hold
+	// Baseline, waiting on evidence.
+	WhyGrowWaiting // cpu target above the band without starvation, for less than a CPU half-life
+	WhyRecentPeak  // cpu shrink would bring the limit under the window's busiest second
+	WhyRegrown     // shrink would go under the target the load came back to after the last shrink
 )
 
 var whyNames = [...]string{
@@ -127,6 +131,9 @@ var whyNames = [...]string{
 	WhyNotControlled:   "NotControlled",
 	WhyLoadGone:        "LoadGone",
 	WhyLoadNow:         "LoadNow",
+	WhyGrowWaiting:     "GrowWaiting",
+	WhyRecentPeak:      "RecentPeak",
+	WhyRegrown:         "Regrown",
 }
 
 // String returns the reason's name, such as "Throttled".
@@ -218,6 +225,12 @@ func (r Reason) String() string {
 		return fmt.Sprintf("cpu target %s is above request %s, but the load that asked for it is over", r.q(r.Value), r.q(r.Request))
 	case WhyLoadNow:
 		return fmt.Sprintf("cpu shrink to %s waits: demand now is %s, over the limit it would bring", r.q(r.Value), r.q(r.Limit))
+	case WhyGrowWaiting:
+		return fmt.Sprintf("cpu target %s is above request %s without starvation; growing in %s if it stays there", r.q(r.Value), r.q(r.Request), d)
+	case WhyRegrown:
+		return fmt.Sprintf("%s shrink stops at %s, request %s: the target reached it after the last shrink, which the container grew back from within a day", r.res(), r.q(r.Value), r.q(r.Request))
+	case WhyRecentPeak:
+		return fmt.Sprintf("cpu shrink stops at %s, request %s: the limit it brings must hold the window's busiest second", r.q(r.Value), r.q(r.Request))
 	}
 	return r.Why.String()
 }

@@ -61,6 +61,7 @@ func (p *Pod) AddContainer(name string, b Bounds, seed *Aggregate) (*Container, 
 		cpu:    resource{hist: NewHistogram(ScaleCPUMillis, p.cfg.CPUHalfLife)},
 		mem:    resource{memory: true, hist: NewHistogram(ScaleMemBytes, p.cfg.MemoryHalfLife)},
 		peak:   newWindowMax(p.cfg.MemoryPeakWindow),
+		recent: newWindowMax(p.cfg.ShrinkWindow),
 	}
 	c.cpuMeans = NewHistogram(ScaleCPUMillis, p.cfg.CPUHalfLife)
 	c.resetRun()

@@ -448,10 +448,13 @@ func TestMemoryPressure(t *testing.T) {
 
 // TestFlappingLoadIsBounded: with lab-short half-life and window, a load
 // that alternates every three minutes would be resized twice a cycle; the
-// hourly bound caps it, and shrinks leave the last resize to a grow.
+// hourly bound caps it, and shrinks leave the last resize to a grow. The
+// regrow floor, which stops this load's flapping on its own
+// (TestFlappingLoadSettles), is turned off to reach the bound.
 func TestFlappingLoadIsBounded(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.CPUHalfLife, cfg.ShrinkWindow = 10*time.Second, 30*time.Second
+	cfg.RegrowWindow = time.Nanosecond
 	s := newSim(t, cfg, Resources{CPURequestMillis: 500, CPULimitMillis: 500, MemRequestBytes: 80 << 20, MemLimitBytes: 80 << 20})
 	s.cpu = func(sec int) float64 {
 		if (sec/180)%2 == 0 {
@@ -537,7 +540,9 @@ func TestStartupBurstIsNotReserved(t *testing.T) {
 
 // TestShrinkWaitsForABurst: a shrink that falls due during a burst would
 // bring the limit under the burst's demand, and the fast path would grow
-// it back within seconds; it waits for the burst to pass and is sent then.
+// it back within seconds; it waits for the burst to pass, and then for it
+// to leave the stabilization window (a burst within the window is part of
+// the evidence: a limit under it would starve when it came back).
 func TestShrinkWaitsForABurst(t *testing.T) {
 	s := newSim(t, DefaultConfig(), Resources{CPURequestMillis: 200, CPULimitMillis: 400, MemRequestBytes: 80 << 20, MemLimitBytes: 80 << 20})
 	s.cpu = step(0, 20, 20)
@@ -565,8 +570,13 @@ func TestShrinkWaitsForABurst(t *testing.T) {
 	if why := ds[0].CPU.Reason.Why; why != WhyLoadNow {
 		t.Errorf("decision at the burst: %s, want LoadNow", ds[0].CPU.Reason)
 	}
-	s.run(due+10, due+12)
+	w := int(DefaultConfig().ShrinkWindow / time.Second)
+	s.run(due+10, due+10+w*11/12-1)
+	if len(s.resizes) != 0 {
+		t.Fatalf("shrank while the burst was in the window: %+v", s.resizes)
+	}
+	s.run(due+10+w*11/12-1, due+10+w+1)
 	if len(s.resizes) != 1 || s.resizes[0].d.CPU.Action != Shrink {
-		t.Errorf("after the burst: resizes %+v, want the shrink", s.resizes)
+		t.Errorf("after the burst left the window: resizes %+v, want the shrink", s.resizes)
 	}
 }

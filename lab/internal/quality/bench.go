@@ -164,7 +164,32 @@ func WriteTable(w io.Writer, title string, runs map[string]*Metrics) {
 		fmt.Fprintf(tw, "\t%s\n", r)
 	}
 	tw.Flush()
+	if m := runs["snug"]; m != nil && len(m.Reasons) > 0 {
+		fmt.Fprintf(w, "snug's changes by reason: %s\n", reasons(m.Reasons))
+	}
 	fmt.Fprintln(w)
+}
+
+// reasons lists a Reasons tally, most first.
+func reasons(t map[string]int) string {
+	ks := make([]string, 0, len(t))
+	for k := range t {
+		ks = append(ks, k)
+	}
+	slices.SortFunc(ks, func(a, b string) int {
+		if t[a] != t[b] {
+			return t[b] - t[a]
+		}
+		return strings.Compare(a, b)
+	})
+	var b strings.Builder
+	for i, k := range ks {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s %d", k, t[k])
+	}
+	return b.String()
 }
 
 // WriteSummary prints one line per trace: snug's and VPA's main figures
@@ -202,7 +227,7 @@ func Overall(results []*Result) map[string]*Metrics {
 	for _, s := range Sizers {
 		var sum acc
 		sum.minHeadroom = math.Inf(1)
-		m := &Metrics{Sizer: s}
+		m := &Metrics{Sizer: s, Reasons: map[string]int{}}
 		podHours := 0.0
 		var ended []float64
 		n := 0
@@ -230,6 +255,9 @@ func Overall(results []*Result) map[string]*Metrics {
 			m.StarvedCoreSeconds += x.StarvedCoreSeconds
 			m.OOMKills += x.OOMKills
 			m.OOMKillsCaused += x.OOMKillsCaused
+			for k, v := range x.Reasons {
+				m.Reasons[k] += v
+			}
 			m.Resizes += x.Resizes
 			m.CPURequestCoreHours += x.CPURequestCoreHours
 			m.MemRequestGiBHours += x.MemRequestGiBHours

@@ -49,6 +49,10 @@ type Metrics struct {
 	ResizesPerPodHour float64
 	// ResizedAt are the seconds Resizes were counted at, per pod.
 	ResizedAt [][]int
+	// Reasons counts the changes snug sent, by resource, action and
+	// reason ("cpu Grow Throttled"); a resize of two changes counts in
+	// both (snug only).
+	Reasons map[string]int
 	// Targets are the changes of VPA's cpu target (vpa only; the lab's
 	// from the VerticalPodAutoscaler's status, the replay's from vpareplay).
 	Targets []TargetChange
@@ -102,7 +106,7 @@ type acc struct {
 }
 
 func newMetrics(tr *trace.Trace, sizer string) *Metrics {
-	m := &Metrics{Trace: tr.Name, Sizer: sizer, Pods: len(tr.Pods), Seconds: tr.Seconds, steps: tr.Steps}
+	m := &Metrics{Trace: tr.Name, Sizer: sizer, Pods: len(tr.Pods), Seconds: tr.Seconds, steps: tr.Steps, Reasons: map[string]int{}}
 	m.acc.minHeadroom = math.Inf(1)
 	m.lastResized = make([]int, len(tr.Pods))
 	m.ResizedAt = make([][]int, len(tr.Pods))

@@ -222,6 +222,17 @@ func (sp *snugPod) plan(w *world, p, t int) ([]resizeReq, error) {
 			out = append(out, resizeReq{pod: p, container: c, res: resourcesOf(cp.Requests, cp.Limits)})
 		}
 	}
+	for c := range pod.Containers {
+		for _, ch := range []recommend.Change{sp.last[c].CPU, sp.last[c].Memory} {
+			if ch.Action != recommend.Hold {
+				res := "cpu"
+				if ch.Reason.Memory {
+					res = "memory"
+				}
+				w.metrics.Reasons[res+" "+ch.Action.String()+" "+ch.Reason.Why.String()]++
+			}
+		}
+	}
 	sp.rec.Sent(now(t))
 	sp.inFlight, sp.sentAt = true, t
 	return out, nil

@@ -1,0 +1,208 @@
+package recommend
+
+import (
+	"testing"
+	"time"
+)
+
+// TestRecurringBurstsHoldTheLimit: a 100m load with a one-second burst to
+// 400m every 3 minutes under a 200m/200m limit. The first burst starves
+// and the fast path grows; the shrinks that follow stop where the limit
+// holds the busiest second of the stabilization window, which always has
+// a burst in it, so the bursts never starve again and the container
+// settles. (Before, each shrink went back under the bursts: a grow and two
+// or three shrinks every few minutes.)
+func TestRecurringBurstsHoldTheLimit(t *testing.T) {
+	s := newSim(t, DefaultConfig(), Resources{CPURequestMillis: 200, CPULimitMillis: 200, MemRequestBytes: 80 << 20, MemLimitBytes: 80 << 20})
+	s.cpu = func(sec int) float64 {
+		if sec > 120 && sec%180 == 0 {
+			return 400
+		}
+		return 100
+	}
+	s.run(0, 3*3600)
+	for _, r := range s.resizes {
+		t.Logf("t=%ds %v", r.sec, r.d.CPU)
+	}
+	if s.count(Grow, true) == 0 {
+		t.Fatal("the first burst was not grown for")
+	}
+	starvedLate, resizesLate := 0, 0
+	for sec := 3600; sec < 3*3600; sec++ {
+		if s.throttle[sec] >= 0.25 {
+			starvedLate++
+		}
+	}
+	for _, r := range s.resizes {
+		if r.sec >= 3600 {
+			resizesLate++
+		}
+	}
+	if starvedLate != 0 || resizesLate != 0 {
+		t.Errorf("after the first hour: %d starved seconds, %d resizes; want none (limit %dm for 400m bursts)", starvedLate, resizesLate, s.cur.CPULimitMillis)
+	}
+	if s.cur.CPULimitMillis < 460 {
+		t.Errorf("limit %dm, want at least the bursts' 400m plus the margin", s.cur.CPULimitMillis)
+	}
+}
+
+// TestShrinkStopsAtTheRecentPeak: the same container without the floor
+// (a shrink window shorter than the bursts' period) shrinks under the
+// bursts each time one has left the window, and starves again: the floor
+// is what holds it. The hold says why.
+func TestShrinkStopsAtTheRecentPeak(t *testing.T) {
+	cfg := DefaultConfig()
+	s := newSim(t, cfg, Resources{CPURequestMillis: 600, CPULimitMillis: 600, MemRequestBytes: 80 << 20, MemLimitBytes: 80 << 20})
+	s.cpu = func(sec int) float64 {
+		if sec > 120 && sec%180 == 0 {
+			return 400
+		}
+		return 100
+	}
+	ds := s.run(0, 3600)
+	if s.count(Grow, true) != 0 {
+		t.Errorf("grew %d times: the bursts fit the limit, and no shrink may bring it under them", s.count(Grow, true))
+	}
+	if s.cur.CPULimitMillis < 460 {
+		t.Errorf("limit %dm, want at least the bursts' 400m plus the margin", s.cur.CPULimitMillis)
+	}
+	held := false
+	for _, d := range ds {
+		held = held || d.CPU.Reason.Why == WhyRecentPeak
+	}
+	if !held {
+		t.Error("no shrink was held as RecentPeak")
+	}
+	if s.cur.CPULimitMillis >= 600 {
+		t.Errorf("limit %dm: never shrank at all", s.cur.CPULimitMillis)
+	}
+}
+
+// TestGrowWaitsWithoutStarvation: a load that rises under a limit it does
+// not reach is grown for by the baseline only after a CPU half-life at the
+// new level; a rise that ends within it is not grown for at all. Starvation still grows at once
+// (TestLoadStepUp).
+func TestGrowWaitsWithoutStarvation(t *testing.T) {
+	cfg := DefaultConfig()
+	s := newSim(t, cfg, Resources{CPURequestMillis: 100, CPULimitMillis: 400, MemRequestBytes: 80 << 20, MemLimitBytes: 80 << 20})
+	// 80m for 20 minutes, then 200m for 2 minutes, back, then 200m for
+	// good.
+	s.cpu = func(sec int) float64 {
+		switch {
+		case sec >= 1200 && sec < 1320, sec >= 2400:
+			return 200
+		}
+		return 80
+	}
+	ds := s.run(0, 2400)
+	for _, r := range s.resizes {
+		if r.d.CPU.Action == Grow {
+			t.Errorf("t=%ds: %v: grew for a 2-minute rise that never starved", r.sec, r.d.CPU)
+		}
+	}
+	waited := false
+	for _, d := range ds[1200:1320] {
+		waited = waited || d.CPU.Reason.Why == WhyGrowWaiting
+	}
+	if !waited {
+		t.Error("the 2-minute rise was not held as GrowWaiting")
+	}
+	s.resizes = nil
+	s.run(2400, 3600)
+	if len(s.resizes) == 0 || s.resizes[0].d.CPU.Action != Grow {
+		t.Fatalf("resizes after the lasting rise: %v, want a grow", s.resizes)
+	}
+	g := s.resizes[0]
+	if after := time.Duration(g.sec-2400) * time.Second; after < cfg.CPUHalfLife {
+		t.Errorf("grew %v after the rise, within the %v half-life", after, cfg.CPUHalfLife)
+	}
+	if g.d.CPU.Request < 200 || g.d.CPU.Request > 300 {
+		t.Errorf("grew to %dm, want the 200m load plus the margin", g.d.CPU.Request)
+	}
+	for sec := 2400; sec < 3600; sec++ {
+		if s.throttle[sec] > 0 {
+			t.Fatalf("t=%ds throttled %.2f: the wait must not starve", sec, s.throttle[sec])
+		}
+	}
+}
+
+// TestFirstSizingDoesNotWait: a container whose request is below its load
+// from the start is grown as soon as the warm-up is over: the wait is for
+// a change of load, not for sizing a container snug has just met.
+func TestFirstSizingDoesNotWait(t *testing.T) {
+	cfg := DefaultConfig()
+	s := newSim(t, cfg, Resources{CPURequestMillis: 50, CPULimitMillis: 1000, MemRequestBytes: 80 << 20, MemLimitBytes: 80 << 20})
+	s.cpu = func(int) float64 { return 200 }
+	s.run(0, 120)
+	if len(s.resizes) == 0 || s.resizes[0].d.CPU.Action != Grow {
+		t.Fatalf("resizes %v, want a grow", s.resizes)
+	}
+	if at := s.resizes[0].sec; at > cfg.WarmupSamples+5 {
+		t.Errorf("grew at %ds, want right after the %d-sample warm-up", at, cfg.WarmupSamples)
+	}
+}
+
+// TestGrowWaitSurvivesAnUnsentGrow: a grow decided after the wait but not
+// sent (the planner found no room) is decided again on the next sample,
+// not after another wait.
+func TestGrowWaitSurvivesAnUnsentGrow(t *testing.T) {
+	cfg := DefaultConfig()
+	s := newSim(t, cfg, Resources{CPURequestMillis: 100, CPULimitMillis: 400, MemRequestBytes: 80 << 20, MemLimitBytes: 80 << 20})
+	s.cpu = step(1200, 80, 200)
+	s.run(0, 1200)
+	if len(s.resizes) != 0 {
+		t.Fatalf("resized before the rise: %v", s.resizes)
+	}
+	var first int
+	for sec := 1200; sec < 2400; sec++ {
+		now := t0.Add(time.Duration(sec) * time.Second)
+		d := s.c.Observe(now, s.signals(sec), s.cur)
+		if d.CPU.Action != Grow {
+			continue
+		}
+		if first == 0 {
+			first = sec
+			continue // not sent
+		}
+		if sec != first+1 {
+			t.Errorf("grow decided at %ds, unsent, and again at %ds; want the next second", first, sec)
+		}
+		return
+	}
+	t.Fatalf("no grow decided twice (first at %ds)", first)
+}
+
+// TestFlappingLoadSettles: TestFlappingLoadIsBounded's load (400m and 50m,
+// three minutes each, lab-short half-life and window) with the regrow
+// floor: once the request has grown back after a shrink, shrinks stop
+// there, and the load stops being resized and starving.
+func TestFlappingLoadSettles(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.CPUHalfLife, cfg.ShrinkWindow = 10*time.Second, 30*time.Second
+	s := newSim(t, cfg, Resources{CPURequestMillis: 500, CPULimitMillis: 500, MemRequestBytes: 80 << 20, MemLimitBytes: 80 << 20})
+	s.cpu = func(sec int) float64 {
+		if (sec/180)%2 == 0 {
+			return 400
+		}
+		return 50
+	}
+	ds := s.run(0, 3*3600)
+	late := 0
+	for _, r := range s.resizes {
+		t.Logf("t=%ds %v", r.sec, r.d.CPU)
+		if r.sec >= 3600 {
+			late++
+		}
+	}
+	if late != 0 {
+		t.Errorf("%d resizes after the first hour, want none once the request has grown back", late)
+	}
+	for sec := 3600; sec < 3*3600; sec++ {
+		if s.throttle[sec] >= 0.25 {
+			t.Fatalf("t=%ds: starved (throttled %.2f) after the first hour", sec, s.throttle[sec])
+		}
+	}
+	if d := ds[len(ds)-1]; d.CPU.Reason.Why != WhyRegrown && d.CPU.Reason.Why != WhyInBand {
+		t.Errorf("last decision %s, want Regrown or InBand", d.CPU.Reason)
+	}
+}
