@@ -32,11 +32,16 @@ type Config struct {
 	// MemoryPeakWindow is how long a working-set peak holds the memory
 	// target up. Default 1h.
 	MemoryPeakWindow time.Duration
-	// RegrowWindow is how long, after a request grew back following a
-	// shrink, later shrinks stop at the highest target since that shrink:
-	// the load came back to it after a trough, and will again. Default 24h: a day is the longest
-	// cycle most workloads repeat (diurnal load, nightly batches).
-	RegrowWindow time.Duration
+	// RegrowWindow and MinTrough: after a request grew back less than
+	// MinTrough after a shrink, later shrinks stop at the highest target
+	// since that shrink, for RegrowWindow: the load came back to it after
+	// a short trough, and will again. RegrowWindow defaults to 24h, as a
+	// day is the longest cycle most workloads repeat (diurnal load,
+	// nightly batches). MinTrough defaults to 4h: a shrink and a grow back
+	// are two resizes, and at snug's goal of 0.5 resizes per pod-hour a
+	// pair is spent at most every 4 hours; a longer trough (a night) is
+	// worth giving back.
+	RegrowWindow, MinTrough time.Duration
 	// MinCPUMillis and MinMemBytes are the smallest targets recommended,
 	// whatever the policy's minAllowed. Defaults 10m and 16 MiB: below that
 	// a container's own runtime overhead is most of its usage, and a
@@ -179,6 +184,7 @@ func DefaultConfig() Config {
 		MemoryHeadroom:   0.20,
 		MemoryPeakWindow: time.Hour,
 		RegrowWindow:     24 * time.Hour,
+		MinTrough:        4 * time.Hour,
 		MinCPUMillis:     10,
 		MinMemBytes:      16 << 20,
 		WarmupSamples:    60,
@@ -259,6 +265,7 @@ func (c Config) Validate() error {
 	within("memory headroom", c.MemoryHeadroom, 0, 10, false)
 	positive("memory peak window", c.MemoryPeakWindow)
 	positive("regrow window", c.RegrowWindow)
+	positive("min trough", c.MinTrough)
 	if c.MinCPUMillis < 1 || c.MinMemBytes < 1 {
 		errs = append(errs, fmt.Errorf("minimum targets %dm and %d bytes must be at least 1", c.MinCPUMillis, c.MinMemBytes))
 	}

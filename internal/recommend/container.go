@@ -60,9 +60,11 @@ type resource struct {
 	// baseline target (usageTarget, clamped) since the request last went
 	// down: after a regrow,
 	// the level the load came back to.
-	regrownAt time.Time
-	sinceDown float64
-	lastDown  bool
+	// trough is how long the request stayed down before that regrow.
+	regrownAt, downAt time.Time
+	trough            time.Duration
+	sinceDown         float64
+	lastDown          bool
 
 	// floor keeps the target at the last grow for a ShrinkWindow.
 	floor      int64
@@ -257,11 +259,11 @@ func (r *resource) noteCurrent(now time.Time, req, lim int64) bool {
 	changed := r.seen && (req != r.lastReq || lim != r.lastLim)
 	if r.seen && req != r.lastReq {
 		if req > r.lastReq && r.lastDown {
-			r.regrownAt = now
+			r.regrownAt, r.trough = now, now.Sub(r.downAt)
 		}
 		r.lastDown = req < r.lastReq
 		if r.lastDown {
-			r.sinceDown = 0
+			r.sinceDown, r.downAt = 0, now
 		}
 	}
 	r.lastReq, r.lastLim, r.seen = req, lim, true
@@ -494,6 +496,13 @@ func (c *Container) usageTarget(now time.Time, r *resource, p float64) float64 {
 	return t
 }
 
+// regrowHolds reports that shrinks stop at the highest target since the
+// last shrink (WhyRegrown): the request grew back within RegrowWindow,
+// after a trough shorter than MinTrough.
+func (c *Container) regrowHolds(now time.Time, r *resource) bool {
+	return !r.regrownAt.IsZero() && now.Sub(r.regrownAt) < c.cfg.RegrowWindow && r.trough < c.cfg.MinTrough
+}
+
 // shrinkFloor is the lowest CPU request a shrink may go to: its limit, at
 // the container's limit:request ratio, covers the busiest second of the
 // last stabilization window plus the margin. That second is part of the
@@ -626,12 +635,12 @@ func (c *Container) baseline(now time.Time, r *resource, req, lim int64) Change 
 			hold.Reason = Reason{Why: WhyLoadNow, Value: n, Request: req, Limit: ceil(c.cpuDemand)}
 			return hold
 		}
-		if g := ceil(r.sinceDown); n < g && !r.regrownAt.IsZero() && now.Sub(r.regrownAt) < c.cfg.RegrowWindow {
-			// The request grew back after its last shrink, within
-			// RegrowWindow, and the target has reached g since: the load
-			// comes back there after its troughs, and a shrink under it
-			// would cost a shrink and a grow each time, for slack given
-			// back only until the next peak.
+		if g := ceil(r.sinceDown); n < g && c.regrowHolds(now, r) {
+			// The request grew back soon after its last shrink, and the
+			// target has reached g since: the load comes back there after
+			// its troughs, and a shrink under it would cost a shrink and a
+			// grow each time, for slack given back only until the next
+			// peak.
 			n = g
 			if float64(n) > fr*(1-c.cfg.ShrinkBand) {
 				hold.Reason = Reason{Why: WhyRegrown, Memory: r.memory, Value: n, Request: req}
