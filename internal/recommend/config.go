@@ -34,13 +34,12 @@ type Config struct {
 	MemoryPeakWindow time.Duration
 	// RegrowWindow and MinTrough: after a request grew back less than
 	// MinTrough after a shrink, later shrinks stop at the highest target
-	// since that shrink, for RegrowWindow: the load came back to it after
-	// a short trough, and will again. RegrowWindow defaults to 24h, as a
+	// since that shrink, for RegrowWindow: the load came back after a
+	// short trough, and will again. RegrowWindow defaults to 24h, as a
 	// day is the longest cycle most workloads repeat (diurnal load,
-	// nightly batches). MinTrough defaults to 4h: a shrink and a grow back
-	// are two resizes, and at snug's goal of 0.5 resizes per pod-hour a
-	// pair is spent at most every 4 hours; a longer trough (a night) is
-	// worth giving back.
+	// nightly batches). MinTrough defaults to 1h, MemoryPeakWindow's span:
+	// load that comes back within the hour a memory peak is held for was
+	// a trough in one phase, not a new phase.
 	RegrowWindow, MinTrough time.Duration
 	// MinCPUMillis and MinMemBytes are the smallest targets recommended,
 	// whatever the policy's minAllowed. Defaults 10m and 16 MiB: below that
@@ -184,7 +183,7 @@ func DefaultConfig() Config {
 		MemoryHeadroom:   0.20,
 		MemoryPeakWindow: time.Hour,
 		RegrowWindow:     24 * time.Hour,
-		MinTrough:        4 * time.Hour,
+		MinTrough:        time.Hour,
 		MinCPUMillis:     10,
 		MinMemBytes:      16 << 20,
 		WarmupSamples:    60,
