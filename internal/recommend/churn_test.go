@@ -206,3 +206,31 @@ func TestFlappingLoadSettles(t *testing.T) {
 		t.Errorf("last decision %s, want Regrown or InBand", d.CPU.Reason)
 	}
 }
+
+// TestLongTroughIsGivenBack: a load of 400m for an hour and 50m for two,
+// repeated. Its troughs are longer than MinTrough: a phase, not noise in
+// one, so each is given back (the regrow floor does not hold it), and the
+// request comes back down in the second trough as in the first.
+func TestLongTroughIsGivenBack(t *testing.T) {
+	cfg := DefaultConfig()
+	s := newSim(t, cfg, Resources{CPURequestMillis: 500, CPULimitMillis: 1000, MemRequestBytes: 80 << 20, MemLimitBytes: 80 << 20})
+	s.cpu = func(sec int) float64 {
+		if (sec/3600)%3 == 0 {
+			return 400
+		}
+		return 50
+	}
+	s.run(0, 3*3600)
+	first := s.cur.CPURequestMillis
+	s.run(3*3600, 6*3600)
+	second := s.cur.CPURequestMillis
+	for _, r := range s.resizes {
+		t.Logf("t=%ds %v", r.sec, r.d.CPU)
+	}
+	if first > 120 || second > 120 {
+		t.Errorf("requests at the ends of the troughs %dm and %dm, want both down near the 50m load", first, second)
+	}
+	if !s.c.cpu.regrownAt.IsZero() && s.c.regrowHolds(t0.Add(6*time.Hour), &s.c.cpu) {
+		t.Errorf("the regrow floor holds after a %v trough", s.c.cpu.trough)
+	}
+}
