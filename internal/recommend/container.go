@@ -57,8 +57,9 @@ type resource struct {
 	sized     bool
 	// regrownAt is when the request last grew back after a shrink (its
 	// last change before was down, lastDown), and sinceDown the largest
-	// baseline target (usageTarget, clamped) since the request last went
-	// down: after a regrow,
+	// baseline target (usageTarget, or the shrink floor where that is
+	// higher: a limited container's busiest second, clamped) since the
+	// request last went down: after a regrow,
 	// the level the load came back to.
 	// trough is how long the request stayed down before that regrow.
 	regrownAt, downAt time.Time
@@ -586,7 +587,7 @@ func (c *Container) baseline(now time.Time, r *resource, req, lim int64) Change 
 		return hold
 	}
 	t := float64(c.clamp(now, r, ceil(c.target(now, r, c.cfg.TargetPercentile))))
-	r.sinceDown = max(r.sinceDown, float64(c.clamp(now, r, ceil(c.usageTarget(now, r, c.cfg.TargetPercentile)))))
+	r.sinceDown = max(r.sinceDown, float64(c.clamp(now, r, max(ceil(c.usageTarget(now, r, c.cfg.TargetPercentile)), c.shrinkFloor(now, r, req, lim)))))
 	fr := float64(req)
 	step := float64(c.minStep(r))
 	switch {
