@@ -3,6 +3,8 @@ package recommend
 import (
 	"testing"
 	"time"
+
+	"github.com/snug-dev/snug/internal/resize"
 )
 
 // TestRecurringBurstsHoldTheLimit: a 100m load with a one-second burst to
@@ -41,15 +43,15 @@ func TestRecurringBurstsHoldTheLimit(t *testing.T) {
 	if starvedLate != 0 || resizesLate != 0 {
 		t.Errorf("after the first hour: %d starved seconds, %d resizes; want none (limit %dm for 400m bursts)", starvedLate, resizesLate, s.cur.CPULimitMillis)
 	}
-	if s.cur.CPULimitMillis < 460 {
-		t.Errorf("limit %dm, want at least the bursts' 400m plus the margin", s.cur.CPULimitMillis)
+	if l := s.cur.CPULimitMillis; l < 460 || l > 600 {
+		t.Errorf("limit %dm, want the bursts' 400m plus the margin (460m), and not the fast path's overshoot: at most 600m", l)
 	}
 }
 
-// TestShrinkStopsAtTheRecentPeak: the same container without the floor
-// (a shrink window shorter than the bursts' period) shrinks under the
-// bursts each time one has left the window, and starves again: the floor
-// is what holds it. The hold says why.
+// TestShrinkStopsAtTheRecentPeak: a container sized well above a 100m load
+// with one-second bursts to 400m every 3 minutes shrinks, but never under
+// the bursts (a burst is always in its 5-minute window), so it never
+// starves nor grows. The hold says why.
 func TestShrinkStopsAtTheRecentPeak(t *testing.T) {
 	cfg := DefaultConfig()
 	s := newSim(t, cfg, Resources{CPURequestMillis: 600, CPULimitMillis: 600, MemRequestBytes: 80 << 20, MemLimitBytes: 80 << 20})
@@ -108,13 +110,23 @@ func TestGrowWaitsWithoutStarvation(t *testing.T) {
 		t.Error("the 2-minute rise was not held as GrowWaiting")
 	}
 	s.resizes = nil
-	s.run(2400, 3600)
+	ds = s.run(2400, 3600)
 	if len(s.resizes) == 0 || s.resizes[0].d.CPU.Action != Grow {
 		t.Fatalf("resizes after the lasting rise: %v, want a grow", s.resizes)
 	}
 	g := s.resizes[0]
-	if after := time.Duration(g.sec-2400) * time.Second; after < cfg.CPUHalfLife {
-		t.Errorf("grew %v after the rise, within the %v half-life", after, cfg.CPUHalfLife)
+	waitFrom := -1
+	for i, d := range ds {
+		if d.CPU.Reason.Why == WhyGrowWaiting {
+			waitFrom = 2400 + i
+			break
+		}
+	}
+	if waitFrom < 0 {
+		t.Fatal("the lasting rise was never held as GrowWaiting")
+	}
+	if waited := time.Duration(g.sec-waitFrom) * time.Second; waited < cfg.CPUHalfLife {
+		t.Errorf("grew %v after the target left the band, within the %v half-life", waited, cfg.CPUHalfLife)
 	}
 	if g.d.CPU.Request < 200 || g.d.CPU.Request > 300 {
 		t.Errorf("grew to %dm, want the 200m load plus the margin", g.d.CPU.Request)
@@ -197,6 +209,9 @@ func TestFlappingLoadSettles(t *testing.T) {
 	if late != 0 {
 		t.Errorf("%d resizes after the first hour, want none once the request has grown back", late)
 	}
+	if r := s.cur.CPURequestMillis; r > 600 {
+		t.Errorf("request %dm, want the 400m phases plus the margin (460m), not the fast path's overshoot", r)
+	}
 	for sec := 3600; sec < 3*3600; sec++ {
 		if s.throttle[sec] >= 0.25 {
 			t.Fatalf("t=%ds: starved (throttled %.2f) after the first hour", sec, s.throttle[sec])
@@ -233,4 +248,63 @@ func TestLongTroughIsGivenBack(t *testing.T) {
 	if !s.c.cpu.regrownAt.IsZero() && s.c.regrowHolds(t0.Add(6*time.Hour), &s.c.cpu) {
 		t.Errorf("the regrow floor holds after a %v trough", s.c.cpu.trough)
 	}
+}
+
+// TestSteppedTroughCountsFromTheFirstShrink: 400m for an hour and 50m for
+// 90 minutes, repeated. The request comes down in halvings, the first
+// about 22 minutes into the trough and the last about 10 minutes after;
+// the trough the regrow floor judges runs from the first, about 68
+// minutes, longer than MinTrough: it is given back again.
+func TestSteppedTroughCountsFromTheFirstShrink(t *testing.T) {
+	cfg := DefaultConfig()
+	s := newSim(t, cfg, Resources{CPURequestMillis: 500, CPULimitMillis: 1000, MemRequestBytes: 80 << 20, MemLimitBytes: 80 << 20})
+	period := 3600 + 5400
+	s.cpu = func(sec int) float64 {
+		if sec%period < 3600 {
+			return 400
+		}
+		return 50
+	}
+	s.run(0, period)
+	first := s.cur.CPURequestMillis
+	s.run(period, 2*period)
+	second := s.cur.CPURequestMillis
+	for _, r := range s.resizes {
+		t.Logf("t=%ds %v", r.sec, r.d.CPU)
+	}
+	if first > 120 || second > 120 {
+		t.Errorf("requests at the ends of the troughs %dm and %dm, want both down near the 50m load (trough %v)", first, second, s.c.cpu.trough)
+	}
+	if tr := s.c.cpu.trough; tr < cfg.MinTrough {
+		t.Errorf("trough %v, want it counted from the first shrink, over %v", tr, cfg.MinTrough)
+	}
+}
+
+// TestGrowWaitSurvivesADeferral: a grow decided after the wait that the
+// planner finds no room for is fed back as Deferred with the current
+// request as the cap, which holds the target in the band. When the cap
+// expires the grow is decided again at once, not after another wait.
+func TestGrowWaitSurvivesADeferral(t *testing.T) {
+	cfg := DefaultConfig()
+	s := newSim(t, cfg, Resources{CPURequestMillis: 100, CPULimitMillis: 400, MemRequestBytes: 80 << 20, MemLimitBytes: 80 << 20})
+	s.cpu = step(1200, 80, 200)
+	s.run(0, 1200)
+	deferredAt := 0
+	for sec := 1200; sec < 3600; sec++ {
+		now := t0.Add(time.Duration(sec) * time.Second)
+		d := s.c.Observe(now, s.signals(sec), s.cur)
+		if d.CPU.Action != Grow {
+			continue
+		}
+		if deferredAt == 0 {
+			deferredAt = sec
+			s.pod.Feedback(now, Feedback{Outcome: resize.Deferred, Caps: []Cap{{Container: "app", CPUMillis: s.cur.CPURequestMillis, MemBytes: s.cur.MemRequestBytes}}})
+			continue
+		}
+		if late := time.Duration(sec-deferredAt)*time.Second - cfg.DeferredCapTTL; late > 5*time.Second {
+			t.Errorf("grow decided at %ds, deferred, and again at %ds: %v after the cap expired, want at once", deferredAt, sec, late)
+		}
+		return
+	}
+	t.Fatalf("no grow decided twice (first at %ds)", deferredAt)
 }

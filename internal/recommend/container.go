@@ -49,23 +49,22 @@ type resource struct {
 	shrinkSince time.Time
 	shrinkMax   float64
 	// growSince is the same for a CPU grow without starvation: since when
-	// the target has been above the band. sized says the baseline has once found the
-	// request in the band, or shrunk it: a grow before that sizes a
-	// container snug has just met (or a replica a checkpoint seeded), and
-	// does not wait.
+	// the target has been above the band. sized says the baseline has once
+	// found the request in the band, or below it: a grow before that sizes
+	// a container snug has just met (or a replica a checkpoint seeded),
+	// and does not wait.
 	growSince time.Time
 	sized     bool
-	// regrownAt is when the request last grew back after a shrink (its
-	// last change before was down, lastDown), and sinceDown the largest
-	// baseline target (usageTarget, or the shrink floor where that is
-	// higher: a limited container's busiest second, clamped) since the
-	// request last went down: after a regrow,
-	// the level the load came back to.
-	// trough is how long the request stayed down before that regrow.
-	regrownAt, downAt time.Time
-	trough            time.Duration
-	sinceDown         float64
-	lastDown          bool
+	// The regrow floor (CPU only). downAt is when the request first went
+	// down after its last increase (lastDown: its last change was down),
+	// the start of a trough; sinceDown the highest regrowLevel since. At a
+	// regrow (the request up again) trough is how long it stayed down, and
+	// regrowFloor starts at sinceDown and keeps rising for a ShrinkWindow
+	// after regrownAt (the level the load came back to), then holds.
+	regrownAt, downAt      time.Time
+	trough                 time.Duration
+	sinceDown, regrowFloor float64
+	lastDown               bool
 
 	// floor keeps the target at the last grow for a ShrinkWindow.
 	floor      int64
@@ -109,8 +108,10 @@ type Container struct {
 	// what its history asked for (pastLoad, shrinkUnderLoad).
 	cpuDemand, cpuLastMean float64
 
-	// recent holds the largest CPU demand of the last ShrinkWindow.
-	recent windowMax
+	// recent and recentUsage hold the largest CPU demand and usage of the
+	// last ShrinkWindow. Demand is usage inflated by throttling; usage is
+	// what was really used, never more than the demand.
+	recent, recentUsage windowMax
 
 	// Memory: working-set growth rate and the peak of the last window.
 	lastWS     float64
@@ -203,6 +204,7 @@ func (c *Container) Observe(now time.Time, sig cgroup.Signals, cur Resources) De
 		}
 		c.cpuDemand = demand
 		c.recent.add(now, demand)
+		c.recentUsage.add(now, sig.CPUUsageMillicores)
 		c.cpu.observedSeconds += sig.IntervalSeconds
 		c.cpu.samples++
 	}
@@ -237,7 +239,7 @@ func (c *Container) Observe(now time.Time, sig cgroup.Signals, cur Resources) De
 		c.rise, c.riseMinRate = 0, 0
 	}
 
-	cpuCand := c.cpuFast(now, sig, cpuChanged)
+	cpuCand := c.cpuFast(sig, cpuChanged)
 	if cpuCand.Action == Hold && cpuCand.Reason.Why != WhyLimitFixed && cpuCand.Reason.Why != WhyNoRequest {
 		cpuCand = c.baseline(now, &c.cpu, cur.CPURequestMillis, cur.CPULimitMillis)
 	}
@@ -259,20 +261,24 @@ func (c *Container) Observe(now time.Time, sig cgroup.Signals, cur Resources) De
 func (r *resource) noteCurrent(now time.Time, req, lim int64) bool {
 	changed := r.seen && (req != r.lastReq || lim != r.lastLim)
 	if r.seen && req != r.lastReq {
-		if req > r.lastReq && r.lastDown {
-			r.regrownAt, r.trough = now, now.Sub(r.downAt)
+		down := req < r.lastReq
+		if !down && r.lastDown {
+			r.regrownAt, r.trough, r.regrowFloor = now, now.Sub(r.downAt), r.sinceDown
 		}
-		r.lastDown = req < r.lastReq
-		if r.lastDown {
-			r.sinceDown, r.downAt = 0, now
+		if down && !r.lastDown {
+			r.downAt, r.sinceDown = now, 0
 		}
+		if down {
+			// A grow's wait restarts when the request went down. A grow
+			// that fell short (capped to the node's room) has waited for
+			// the rest already.
+			r.growSince = time.Time{}
+		}
+		r.lastDown = down
 	}
 	r.lastReq, r.lastLim, r.seen = req, lim, true
 	if changed && r.inFlight && req != r.sentFromReq {
 		r.inFlight = false
-	}
-	if changed {
-		r.growSince = time.Time{} // a grow's wait is measured against the request it would change
 	}
 	return changed
 }
@@ -285,7 +291,7 @@ func (c *Container) resetRun() {
 // cpuFast is the CPU fast path: sustained throttling or usage pinned at the
 // limit grows the limit by a factor, and light but persistent throttling by
 // a smaller one. It returns a Hold change when neither fires.
-func (c *Container) cpuFast(now time.Time, sig cgroup.Signals, changed bool) Change {
+func (c *Container) cpuFast(sig cgroup.Signals, changed bool) Change {
 	cfg := c.cfg
 	limit := float64(sig.CPULimitMillicores)
 	if limit <= 0 && !sig.CPUUnlimited {
@@ -420,7 +426,7 @@ func (c *Container) memoryFast(now time.Time, sig cgroup.Signals, changed bool) 
 	// understates the demand; a sustained rise will want more: both step by
 	// the growth factor, and a rise gets MemoryForecast more of it. Never
 	// more than two factors at once.
-	want := max(c.peak.max(now), ws) * (1 + c.cfg.MemoryHeadroom)
+	want := max(c.peak.max(now), ws) * (1 + cfg.MemoryHeadroom)
 	want = max(want, limit*(1+cfg.GrowBand))
 	if hit || stalled || rate > 0 {
 		want = max(want, limit*cfg.MemoryGrowthFactor)
@@ -497,11 +503,25 @@ func (c *Container) usageTarget(now time.Time, r *resource, p float64) float64 {
 	return t
 }
 
-// regrowHolds reports that shrinks stop at the highest target since the
-// last shrink (WhyRegrown): the request grew back within RegrowWindow,
-// after a trough shorter than MinTrough.
+// regrowHolds reports that CPU shrinks stop at the regrow floor
+// (WhyRegrown): the request grew back within RegrowWindow, after a trough
+// shorter than MinTrough.
 func (c *Container) regrowHolds(now time.Time, r *resource) bool {
-	return !r.regrownAt.IsZero() && now.Sub(r.regrownAt) < c.cfg.RegrowWindow && r.trough < c.cfg.MinTrough
+	return !r.memory && !r.regrownAt.IsZero() && now.Sub(r.regrownAt) < c.cfg.RegrowWindow && r.trough < c.cfg.MinTrough
+}
+
+// regrowLevel is the level of CPU load the regrow floor remembers. With a
+// CPU limit: what the busiest second of the window really used, plus the
+// margin, at the limit:request ratio (usage, not demand: the demand of a
+// throttled second is inflated, and so is the usage target for a few
+// half-lives after it, and a fast-path grow's overshoot must not become a
+// floor). Without one, nothing throttles, and it is the usage target.
+func (c *Container) regrowLevel(now time.Time, r *resource, req, lim int64) float64 {
+	level := ceil(c.usageTarget(now, r, c.cfg.TargetPercentile))
+	if req > 0 && lim > 0 && !c.bounds.RequestsOnly {
+		level = ceil(c.recentUsage.max(now) * (1 + c.cfg.CPUMargin) * float64(req) / float64(lim))
+	}
+	return float64(c.clamp(now, r, level))
 }
 
 // shrinkFloor is the lowest CPU request a shrink may go to: its limit, at
@@ -516,7 +536,7 @@ func (c *Container) shrinkFloor(now time.Time, r *resource, req, lim int64) int6
 		return 0
 	}
 	need := c.recent.max(now) * (1 + c.cfg.CPUMargin)
-	return ceil(need * float64(req) / float64(lim))
+	return c.clamp(now, r, ceil(need*float64(req)/float64(lim)))
 }
 
 // cpuRequestTarget sizes the CPU request from the percentile of demand
@@ -587,13 +607,20 @@ func (c *Container) baseline(now time.Time, r *resource, req, lim int64) Change 
 		return hold
 	}
 	t := float64(c.clamp(now, r, ceil(c.target(now, r, c.cfg.TargetPercentile))))
-	r.sinceDown = max(r.sinceDown, float64(c.clamp(now, r, max(ceil(c.usageTarget(now, r, c.cfg.TargetPercentile)), c.shrinkFloor(now, r, req, lim)))))
+	if !r.memory {
+		level := c.regrowLevel(now, r, req, lim)
+		r.sinceDown = max(r.sinceDown, level)
+		if !r.regrownAt.IsZero() && now.Sub(r.regrownAt) < c.cfg.ShrinkWindow {
+			r.regrowFloor = max(r.regrowFloor, level)
+		}
+	}
 	fr := float64(req)
 	step := float64(c.minStep(r))
 	switch {
 	case t > fr*(1+c.cfg.GrowBand) && t-fr >= step:
 		r.shrinkSince = time.Time{}
 		if c.pastLoad(r, fr) {
+			r.growSince = time.Time{} // the load that raised the target is over
 			hold.Reason = Reason{Why: WhyLoadGone, Value: ceil(t), Request: req}
 			return hold
 		}
@@ -613,7 +640,7 @@ func (c *Container) baseline(now time.Time, r *resource, req, lim int64) Change 
 		}
 		return Change{Action: Grow, Request: ceil(t), Reason: Reason{Why: WhyAboveRequest, Memory: r.memory, Value: ceil(t), Request: req}}
 	case t < fr*(1-c.cfg.ShrinkBand) && fr-t >= step && !c.starving(r):
-		r.growSince = time.Time{}
+		r.growSince, r.sized = time.Time{}, true
 		if r.shrinkSince.IsZero() {
 			r.shrinkSince, r.shrinkMax = now, t
 		}
@@ -636,15 +663,14 @@ func (c *Container) baseline(now time.Time, r *resource, req, lim int64) Change 
 			hold.Reason = Reason{Why: WhyLoadNow, Value: n, Request: req, Limit: ceil(c.cpuDemand)}
 			return hold
 		}
-		if g := ceil(r.sinceDown); n < g && c.regrowHolds(now, r) {
-			// The request grew back soon after its last shrink, and the
-			// target has reached g since: the load comes back there after
-			// its troughs, and a shrink under it would cost a shrink and a
-			// grow each time, for slack given back only until the next
-			// peak.
+		if g := c.clamp(now, r, ceil(r.regrowFloor)); n < g && c.regrowHolds(now, r) {
+			// The request grew back within MinTrough of its last shrink,
+			// to load at g: the load comes back there after its troughs,
+			// and a shrink under it would cost a shrink and a grow each
+			// time, for slack given back only until the next peak.
 			n = g
 			if float64(n) > fr*(1-c.cfg.ShrinkBand) {
-				hold.Reason = Reason{Why: WhyRegrown, Memory: r.memory, Value: n, Request: req}
+				hold.Reason = Reason{Why: WhyRegrown, Value: n, Request: req, Duration: c.cfg.MinTrough}
 				return hold
 			}
 		}
@@ -657,10 +683,15 @@ func (c *Container) baseline(now time.Time, r *resource, req, lim int64) Change 
 				return hold
 			}
 		}
-		r.sized = true
 		return Change{Action: Shrink, Request: n, Reason: Reason{Why: WhyBelowRequest, Memory: r.memory, Value: n, Request: req, Duration: elapsed}}
 	default:
-		r.shrinkSince, r.growSince = time.Time{}, time.Time{}
+		r.shrinkSince = time.Time{}
+		if !now.Before(r.capUntil) {
+			// In the band by itself, not because a Deferred or Infeasible
+			// cap holds the target down: a grow waiting for room keeps
+			// its wait.
+			r.growSince = time.Time{}
+		}
 		r.sized = true
 		hold.Reason = Reason{Why: WhyInBand, Memory: r.memory, Value: ceil(t), Request: req}
 		return hold

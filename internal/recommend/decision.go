@@ -105,7 +105,7 @@ const (
 	// Baseline, waiting on evidence.
 	WhyGrowWaiting // cpu target above the band without starvation, for less than a CPU half-life
 	WhyRecentPeak  // cpu shrink would bring the limit under the window's busiest second
-	WhyRegrown     // shrink would go under the target the load came back to after the last shrink
+	WhyRegrown     // cpu shrink would go under the level the load came back to, within MinTrough, after the last shrink
 )
 
 var whyNames = [...]string{
@@ -228,9 +228,9 @@ func (r Reason) String() string {
 	case WhyGrowWaiting:
 		return fmt.Sprintf("cpu target %s is above request %s without starvation; growing in %s if it stays there", r.q(r.Value), r.q(r.Request), d)
 	case WhyRegrown:
-		return fmt.Sprintf("%s shrink stops at %s, request %s: the target reached it after the last shrink, which the container grew back from within a day", r.res(), r.q(r.Value), r.q(r.Request))
+		return fmt.Sprintf("cpu shrink stops at %s, request %s: the load came back to it within %s of the last shrink", r.q(r.Value), r.q(r.Request), d)
 	case WhyRecentPeak:
-		return fmt.Sprintf("cpu shrink stops at %s, request %s: the limit it brings must hold the window's busiest second", r.q(r.Value), r.q(r.Request))
+		return fmt.Sprintf("cpu shrink held at %s (request %s): the limit must hold the busiest second of the window", r.q(r.Value), r.q(r.Request))
 	}
 	return r.Why.String()
 }

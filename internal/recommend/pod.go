@@ -54,14 +54,15 @@ func (p *Pod) AddContainer(name string, b Bounds, seed *Aggregate) (*Container, 
 		return nil, fmt.Errorf("adding container %q: %w", name, err)
 	}
 	c := &Container{
-		name:   name,
-		pod:    p,
-		cfg:    &p.cfg,
-		bounds: b,
-		cpu:    resource{hist: NewHistogram(ScaleCPUMillis, p.cfg.CPUHalfLife)},
-		mem:    resource{memory: true, hist: NewHistogram(ScaleMemBytes, p.cfg.MemoryHalfLife)},
-		peak:   newWindowMax(p.cfg.MemoryPeakWindow),
-		recent: newWindowMax(p.cfg.ShrinkWindow),
+		name:        name,
+		pod:         p,
+		cfg:         &p.cfg,
+		bounds:      b,
+		cpu:         resource{hist: NewHistogram(ScaleCPUMillis, p.cfg.CPUHalfLife)},
+		mem:         resource{memory: true, hist: NewHistogram(ScaleMemBytes, p.cfg.MemoryHalfLife)},
+		peak:        newWindowMax(p.cfg.MemoryPeakWindow),
+		recent:      newWindowMax(p.cfg.ShrinkWindow),
+		recentUsage: newWindowMax(p.cfg.ShrinkWindow),
 	}
 	c.cpuMeans = NewHistogram(ScaleCPUMillis, p.cfg.CPUHalfLife)
 	c.resetRun()
