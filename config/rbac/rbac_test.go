@@ -58,9 +58,13 @@ var needs = map[string]map[perm]use{
 		{"", "pods", "watch", ""}:                             {file: "internal/agent/pods.go", snippet: "client.Pods(metav1.NamespaceAll).Watch(ctx, o)"},
 		{"", "pods", "patch", ""}:                             {file: "internal/agent/checkpoint.go", snippet: "cs.Pods(ns).Patch(ctx, name, types.MergePatchType, ", pending: "the agent publishing the snapshot annotation"},
 		{"", "pods/resize", "patch", ""}:                      {file: "internal/actuate/actuator.go", snippet: `PatchPod(ctx, pod.Namespace, pod.Name, pt, patch, opts, "resize")`},
+		{"", "pods/status", "patch", ""}:                      {file: "internal/agent/condition.go", snippet: `types.StrategicMergePatchType, body, metav1.PatchOptions{}, "status")`},
 		{"", "nodes", "get", ""}:                              {file: "internal/agent/pods.go", snippet: "client.Nodes().Get("},
 		{"", "nodes", "list", ""}:                             {file: "internal/agent/pods.go", snippet: "client.Nodes().List(ctx, o)"},
 		{"", "nodes", "watch", ""}:                            {file: "internal/agent/pods.go", snippet: "client.Nodes().Watch(ctx, o)"},
+		{"", "resourcequotas", "list", ""}:                    {file: "internal/agent/namespace.go", snippet: "client.ResourceQuotas(ns).List(ctx, metav1.ListOptions{})"},
+		{"", "limitranges", "list", ""}:                       {file: "internal/agent/namespace.go", snippet: "client.LimitRanges(metav1.NamespaceAll).List(ctx, o)"},
+		{"", "limitranges", "watch", ""}:                      {file: "internal/agent/namespace.go", snippet: "client.LimitRanges(metav1.NamespaceAll).Watch(ctx, o)"},
 		{"", "events", "create", ""}:                          {file: "internal/agent/run.go", snippet: `kube.EventSink{Client: cs.core}`},
 		{"", "events", "patch", ""}:                           {file: "internal/agent/run.go", snippet: `kube.EventSink{Client: cs.core}`},
 		{"", "configmaps", "get", ""}:                         {file: "internal/agent/checkpoint.go", snippet: "cs.ConfigMaps(ns).Get(ctx, name, ", pending: "the agent seeding new containers from checkpoints"},
@@ -254,7 +258,7 @@ func TestRulesNameRealResources(t *testing.T) {
 		t.Fatal(err)
 	}
 	resources[c.Spec.Group+"/"+c.Spec.Names.Plural] = true
-	subresources := map[string]bool{"/pods/resize": true, "/pods/eviction": true}
+	subresources := map[string]bool{"/pods/resize": true, "/pods/eviction": true, "/pods/status": true}
 	for _, v := range c.Spec.Versions {
 		if v.Storage && v.Subresources != nil && v.Subresources.Status != nil {
 			subresources[c.Spec.Group+"/"+c.Spec.Names.Plural+"/status"] = true

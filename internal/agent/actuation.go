@@ -39,7 +39,10 @@ type sendJob struct {
 	decidedAt time.Time
 	plan      *resize.Plan
 	caps      []recommend.Cap
-	summary   string
+	// namespaceCapped: the plan was fitted to the namespace's quotas or
+	// LimitRanges (caps are then its new requests).
+	namespaceCapped bool
+	summary         string
 	// deferred is set for a behavior.deferred action (FitToNode or
 	// Revert), which sets the spec to spec and is no decision of the
 	// recommender's.

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -53,6 +54,12 @@ type DeciderConfig struct {
 	// Recommend is the recommender configuration a policy's behavior is
 	// applied to. Its cluster-wide fields (half-lives) come from flags.
 	Recommend recommend.Config
+	// LimitRanges returns a namespace's LimitRanges (WatchLimitRanges);
+	// nil plans without them.
+	LimitRanges func(ns string) []corev1.LimitRange
+	// ListQuotas lists a namespace's ResourceQuotas (ListQuotas), read
+	// when a planned resize grows; nil plans without them.
+	ListQuotas func(ctx context.Context, ns string) ([]corev1.ResourceQuota, error)
 	// ResizeTimeout bounds the wait for a sent resize's outcome.
 	// 0 means DefaultResizeTimeout.
 	ResizeTimeout time.Duration
@@ -82,7 +89,8 @@ type Decider struct {
 	// queue sends resizes; nil when the decider never patches.
 	queue *actuationQueue
 
-	// wg counts the checkpoint publications running.
+	// wg counts the goroutines of checkpoint publications, condition
+	// writes and quota reads.
 	wg sync.WaitGroup
 
 	// Loop-only.
@@ -92,6 +100,9 @@ type Decider struct {
 	views  map[key]*viewState
 
 	ckpt *checkpoints // nil unless UseCheckpoints
+
+	// quotas are the reads of namespaces' ResourceQuotas (namespace.go).
+	quotas *quotaReads
 }
 
 // podState is the recommender state of one pod under one policy.
@@ -131,6 +142,14 @@ type podState struct {
 	decidedAt time.Time
 	inFlight  bool
 	resizes   []ResizeJSON
+	// refused is the last patch the API server refused, not sent again
+	// unchanged; an applied resize clears it.
+	refused *refusedPatch
+	// nsCondition is the ConditionNamespaceLimited last written.
+	nsCondition podCondition
+	// awaitQuota: a grow waits for a read of the namespace's quotas
+	// (takeQuotas plans it).
+	awaitQuota bool
 	// pendingReason and pendingSince are the pod's pending resize as its
 	// metric shows it (observePending).
 	pendingReason string
@@ -174,8 +193,9 @@ func (a *Agent) Decide(cfg DeciderConfig) (*Decider, error) {
 	}
 	d := &Decider{
 		cfg: cfg, clock: a.clock, metrics: a.metrics, binds: a.binds, listPolicies: cfg.Policies.List,
-		pods:  map[types.UID]*podState{},
-		views: map[key]*viewState{},
+		pods:   map[types.UID]*podState{},
+		views:  map[key]*viewState{},
+		quotas: newQuotaReads(),
 	}
 	if err := cfg.Policies.OnChange(a.binds.policiesChanged); err != nil {
 		return nil, fmt.Errorf("configuring the decider: %w", err)
@@ -564,6 +584,8 @@ func (d *Decider) plan(ctx context.Context, log logr.Logger, st *podState, pod *
 		}
 		in.OthersClaimed = resize.Claimed(others, pod.UID)
 	}
+	var quotasKnown bool
+	in.Namespace, quotasKnown = d.namespaceFor(pod, now)
 	plan, err := resize.NewPlan(in)
 	if err != nil {
 		var ref *resize.Refusal
@@ -574,6 +596,15 @@ func (d *Decider) plan(ctx context.Context, log logr.Logger, st *podState, pod *
 				o = resize.Deferred
 			case resize.ReasonWouldBeInfeasible:
 				o = resize.Infeasible
+			case resize.ReasonQuotaFull:
+				// As a plan cut to nothing by the node: ask only for
+				// what the pod has, for the cap's time.
+				st.rec.Feedback(now, recommend.Feedback{Outcome: resize.Deferred, Caps: wishedCaps(pod, wish), CapBy: capByNamespace})
+				d.metrics.outcomes.WithLabelValues(st.ns, policyName(st.policy), "Refused").Inc()
+				log.Info("no room in the namespace", "err", err.Error(), "wanted", strings.Join(why, "; "))
+				d.event(pod, corev1.EventTypeWarning, ReasonNamespaceFull, "snug planned no resize: "+err.Error())
+				d.setNamespaceCondition(ctx, log, st, pod, podCondition{corev1.ConditionTrue, ReasonNamespaceFull, ref.Error()})
+				return
 			}
 		}
 		st.rec.Feedback(now, recommend.Feedback{Outcome: o})
@@ -590,12 +621,30 @@ func (d *Decider) plan(ctx context.Context, log logr.Logger, st *podState, pod *
 		log.V(1).Info("resize planned to nothing", "notes", notes(plan))
 		return
 	}
+	if !quotasKnown && planGrows(pod, plan) {
+		// A grow: read the namespace's quotas first, then plan again.
+		st.awaitQuota = true
+		d.readQuotas(ctx, pod.Namespace)
+		return
+	}
+	if st.refused != nil && now.Before(st.refused.until) && bytes.Equal(plan.Patch, st.refused.patch) {
+		// The API server refused this very patch (a quota full by other
+		// pods' changes, an admission webhook): it is not sent again
+		// until something changes it.
+		st.rec.Feedback(now, recommend.Feedback{Outcome: resize.Deferred, Caps: currentCaps(pod, wish), CapBy: "Refused"})
+		d.metrics.outcomes.WithLabelValues(st.ns, policyName(st.policy), "NoOp").Inc()
+		log.V(1).Info("the API server refused this resize before; not sending it again", "plan", planSummary(pod, plan), "refusal", st.refused.message)
+		return
+	}
 	job := sendJob{
 		uid: pod.UID, pod: pod, policy: policyName(st.policy), patch: plan.Patch, want: plan.Containers, decidedAt: st.decidedAt, plan: plan,
 		summary: planSummary(pod, plan) + " (" + strings.Join(why, "; ") + ")",
 	}
 	if slices.ContainsFunc(plan.Notes, func(n resize.Note) bool { return n.Adjustment == resize.CappedToNodeRoom }) {
 		job.caps = planCaps(plan)
+	}
+	if caps := namespaceCaps(plan); caps != nil {
+		job.caps, job.namespaceCapped = mergeCaps(job.caps, caps), true
 	}
 	if !d.queue.submit(ctx, job) {
 		// Cannot happen while st.inFlight mirrors the queue; decide again.
@@ -609,16 +658,17 @@ func (d *Decider) plan(ctx context.Context, log logr.Logger, st *podState, pod *
 }
 
 // drain takes in the results of finished resizes, on the loop goroutine.
-func (d *Decider) drain(_ context.Context, log logr.Logger) {
+func (d *Decider) drain(ctx context.Context, log logr.Logger) {
 	if d.queue == nil {
 		return
 	}
 	for _, r := range d.queue.take() {
-		d.finish(log, r)
+		d.finish(ctx, log, r)
 	}
+	d.takeQuotas(ctx, log)
 }
 
-func (d *Decider) finish(log logr.Logger, r sendResult) {
+func (d *Decider) finish(ctx context.Context, log logr.Logger, r sendResult) {
 	now := d.clock.Now()
 	pod := r.job.pod
 	d.metrics.outcomes.WithLabelValues(pod.Namespace, r.job.policy, r.outcome.String()).Inc()
@@ -635,9 +685,12 @@ func (d *Decider) finish(log logr.Logger, r sendResult) {
 		rj.DecisionToAppliedSeconds = at.Sub(r.job.decidedAt).Seconds()
 		d.metrics.appliedLatency.Observe(rj.DecisionToAppliedSeconds)
 		log.Info("resized", "plan", r.job.summary, "decisionToPatchSeconds", round3(rj.DecisionToPatchSeconds), "decisionToAppliedSeconds", round3(rj.DecisionToAppliedSeconds))
-		if r.job.deferred != "" {
+		switch {
+		case r.job.deferred != "":
 			d.event(pod, corev1.EventTypeNormal, ReasonFittedToNode, fmt.Sprintf("snug fitted a deferred resize to the node: %s, applied in %.1fs", r.job.summary, rj.DecisionToAppliedSeconds))
-		} else {
+		case r.job.namespaceCapped:
+			d.event(pod, corev1.EventTypeNormal, ReasonFittedToNamespace, fmt.Sprintf("snug resized %s in %.1fs, fitted to the namespace: %s", r.job.summary, rj.DecisionToAppliedSeconds, namespaceNotes(r.job.plan)))
+		default:
 			d.event(pod, corev1.EventTypeNormal, ReasonResized, fmt.Sprintf("snug resized %s in %.1fs", r.job.summary, rj.DecisionToAppliedSeconds))
 		}
 	} else {
@@ -670,6 +723,28 @@ func (d *Decider) finish(log logr.Logger, r sendResult) {
 			fb.Caps = nil
 		}
 		st.rec.Feedback(now, fb)
+		if r.outcome == resize.Applied && r.job.namespaceCapped {
+			// What the namespace had room for is what the pod got: the
+			// recommender asks for no more for the cap's time.
+			st.rec.Feedback(now, recommend.Feedback{Outcome: resize.Deferred, Caps: r.job.caps, CapBy: capByNamespace})
+		}
+	}
+	switch {
+	case r.outcome == resize.Rejected && r.job.deferred == "":
+		// Not sent again unchanged for the longest backoff; the quotas
+		// are read again before the next grow.
+		st.refused = &refusedPatch{patch: r.job.patch, message: rj.Message, until: now.Add(d.cfg.Recommend.BackoffMax)}
+		delete(d.quotas.cache, st.ns)
+	case r.outcome == resize.Applied:
+		st.refused = nil
+		cur, err := d.podOf(st.uid, st.ns, st.name)
+		switch {
+		case err != nil:
+		case r.job.namespaceCapped:
+			d.setNamespaceCondition(ctx, log, st, cur, podCondition{corev1.ConditionTrue, ReasonFittedToNamespace, namespaceNotes(r.job.plan)})
+		case r.job.deferred == "":
+			d.setNamespaceCondition(ctx, log, st, cur, podCondition{corev1.ConditionFalse, reasonFits, "the last resize fitted the namespace whole"})
+		}
 	}
 	// Views share st.resizes' array up to their length: append only, and
 	// trim into a fresh array.
@@ -779,6 +854,75 @@ func currentCaps(pod *corev1.Pod, w resize.Wish) []recommend.Cap {
 	return caps
 }
 
+// wishedCaps are the current requests of the resources the wish changes,
+// and no cap (0) for the others.
+func wishedCaps(pod *corev1.Pod, w resize.Wish) []recommend.Cap {
+	var caps []recommend.Cap
+	for _, c := range w.Containers {
+		r := actualResources(pod, c.Name, containerStatus(pod, c.Name))
+		cp := recommend.Cap{Container: c.Name}
+		if _, ok := c.Target[corev1.ResourceCPU]; ok {
+			cp.CPUMillis = r.CPURequestMillis
+		}
+		if _, ok := c.Target[corev1.ResourceMemory]; ok {
+			cp.MemBytes = r.MemRequestBytes
+		}
+		caps = append(caps, cp)
+	}
+	return caps
+}
+
+// namespaceCaps are the plan's new requests of the resources it cut to
+// fit the namespace (CappedToNamespace), and no cap (0) for the others;
+// nil when it cut none.
+func namespaceCaps(p *resize.Plan) []recommend.Cap {
+	cut := map[string]map[corev1.ResourceName]bool{}
+	for _, n := range p.Notes {
+		if n.Adjustment == resize.CappedToNamespace && n.Container != "" {
+			if cut[n.Container] == nil {
+				cut[n.Container] = map[corev1.ResourceName]bool{}
+			}
+			cut[n.Container][n.Resource] = true
+		}
+	}
+	if len(cut) == 0 {
+		return nil
+	}
+	var caps []recommend.Cap
+	for _, c := range p.Containers {
+		cp := recommend.Cap{Container: c.Name}
+		if q, ok := c.Requests[corev1.ResourceCPU]; ok && cut[c.Name][corev1.ResourceCPU] {
+			cp.CPUMillis = q.MilliValue()
+		}
+		if q, ok := c.Requests[corev1.ResourceMemory]; ok && cut[c.Name][corev1.ResourceMemory] {
+			cp.MemBytes = q.Value()
+		}
+		caps = append(caps, cp)
+	}
+	return caps
+}
+
+// mergeCaps is the lower of a's and b's cap of each container's
+// resources (0, no cap, counts as none).
+func mergeCaps(a, b []recommend.Cap) []recommend.Cap {
+	lower := func(x, y int64) int64 {
+		if x == 0 || (y != 0 && y < x) {
+			return y
+		}
+		return x
+	}
+	out := slices.Clone(a)
+	for _, cb := range b {
+		i := slices.IndexFunc(out, func(c recommend.Cap) bool { return c.Container == cb.Container })
+		if i < 0 {
+			out = append(out, cb)
+			continue
+		}
+		out[i].CPUMillis, out[i].MemBytes = lower(out[i].CPUMillis, cb.CPUMillis), lower(out[i].MemBytes, cb.MemBytes)
+	}
+	return out
+}
+
 // planCaps are a plan's new requests, the most the node had room for.
 func planCaps(p *resize.Plan) []recommend.Cap {
 	var caps []recommend.Cap
@@ -826,6 +970,28 @@ func notes(p *resize.Plan) string {
 	var s []string
 	for _, n := range p.Notes {
 		s = append(s, n.String())
+	}
+	return strings.Join(s, "; ")
+}
+
+// refusedPatch is a resize patch the API server refused, and why.
+type refusedPatch struct {
+	patch   []byte
+	message string
+	until   time.Time
+}
+
+// capByNamespace names a cap from the namespace's room in the
+// recommender's reasons ("capped at ... (Namespace)").
+const capByNamespace = "Namespace"
+
+// namespaceNotes are the plan's notes from fitting it to the namespace.
+func namespaceNotes(p *resize.Plan) string {
+	var s []string
+	for _, n := range p.Notes {
+		if n.Adjustment == resize.CappedToNamespace || n.Adjustment == resize.RaisedToNamespace {
+			s = append(s, n.String())
+		}
 	}
 	return strings.Join(s, "; ")
 }

@@ -107,7 +107,13 @@ type fakeKubelet struct {
 	// undecided leaves accepted resizes undecided: spec changes, status
 	// does not (a kubelet that has not looked yet).
 	undecided bool
-	rv        int
+	// refuse, if set, is the API server's answer to patch number n (from
+	// 0); nil lets the patch through.
+	refuse func(n int) error
+	// statusPatches are the patches of pods/status (conditions), apart
+	// from the resizes.
+	statusPatches [][]byte
+	rv            int
 }
 
 // fakeCore is the actuate.Client over a fakeKubelet; only PatchPod is
@@ -117,7 +123,13 @@ type fakeCore struct {
 	fk *fakeKubelet
 }
 
-func (c fakeCore) PatchPod(ctx context.Context, _, name string, _ types.PatchType, patch []byte, _ metav1.PatchOptions, _ ...string) (*corev1.Pod, error) {
+func (c fakeCore) PatchPod(ctx context.Context, _, name string, _ types.PatchType, patch []byte, _ metav1.PatchOptions, sub ...string) (*corev1.Pod, error) {
+	if slices.Contains(sub, "status") {
+		c.fk.mu.Lock()
+		defer c.fk.mu.Unlock()
+		c.fk.statusPatches = append(c.fk.statusPatches, patch)
+		return c.fk.get(name), nil
+	}
 	return c.fk.patch(ctx, name, patch)
 }
 
@@ -150,6 +162,11 @@ func (f *fakeKubelet) patch(_ context.Context, name string, patch []byte) (*core
 	defer func() { f.sent <- struct{}{} }()
 	if f.beforePatch != nil {
 		f.beforePatch(n)
+	}
+	if f.refuse != nil {
+		if err := f.refuse(n); err != nil {
+			return nil, err
+		}
 	}
 	var ops []struct {
 		Op, Path string

@@ -17,6 +17,14 @@ const (
 	// was lowered to what the node has room for (FitToNode), or set back to
 	// the actual resources when nothing fitted, and the kubelet applied it.
 	ReasonFittedToNode = "FittedToNode"
+	// ReasonFittedToNamespace: a grow was cut to what the namespace's
+	// ResourceQuotas have left, or brought within its LimitRanges, and the
+	// kubelet applied it; the recommender asks for no more for a while.
+	ReasonFittedToNamespace = "FittedToNamespace"
+	// ReasonNamespaceFull: a grow was not sent because the namespace's
+	// ResourceQuotas (or a LimitRange's pod max) leave no room for any of
+	// it.
+	ReasonNamespaceFull = "NamespaceFull"
 	// ReasonNotSizedAtAdmission: a new pod under a policy that sizes pods
 	// at creation started at its template's size although the workload has
 	// learnt history (the admission webhook was down, off, or the pod opted

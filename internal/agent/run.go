@@ -172,12 +172,18 @@ func startDecider(ctx context.Context, log logr.Logger, o *Options, a *Agent, cs
 		// Not fatal: the CRD may be installed later.
 		log.Error(err, "no SnugPolicies yet; retrying in the background")
 	}
+	limitRanges, err := WatchLimitRanges(ctx, cs.core, o.APITimeout)
+	if err != nil {
+		// Not fatal: the API server checks LimitRanges anyway.
+		log.Error(err, "planning without the namespaces' LimitRanges until they are listed")
+	}
 	b := record.NewBroadcaster(record.WithContext(ctx))
 	b.StartRecordingToSink(kube.EventSink{Client: cs.core})
 	cfg := recommend.DefaultConfig()
 	cfg.CPUHalfLife = o.CPUHalfLife
 	d, err := a.Decide(DeciderConfig{
 		Pods: pods, Node: node, Policies: policies,
+		LimitRanges: limitRanges, ListQuotas: ListQuotas(cs.core),
 		ResizeClient: cs.core, DryRun: o.DryRun,
 		Recorder:  b.NewRecorder(eventScheme(), corev1.EventSource{Component: "snug-agent", Host: o.Node}),
 		Recommend: cfg,

@@ -32,15 +32,18 @@ var (
 	parameterCodec = runtime.NewParameterCodec(Scheme)
 )
 
-// Pods, Nodes, Namespaces, ConfigMaps and Events are client-go's generic
+// Pods, Nodes, Namespaces, ConfigMaps, Events, ResourceQuotas and
+// LimitRanges are client-go's generic
 // typed clients for those resources: Get, List, Watch, Create, Update,
 // Delete, DeleteCollection and Patch, as the typed core/v1 client has them.
 type (
-	Pods       = gentype.ClientWithList[*corev1.Pod, *corev1.PodList]
-	Nodes      = gentype.ClientWithList[*corev1.Node, *corev1.NodeList]
-	Namespaces = gentype.ClientWithList[*corev1.Namespace, *corev1.NamespaceList]
-	ConfigMaps = gentype.ClientWithList[*corev1.ConfigMap, *corev1.ConfigMapList]
-	Events     = gentype.ClientWithList[*corev1.Event, *corev1.EventList]
+	Pods           = gentype.ClientWithList[*corev1.Pod, *corev1.PodList]
+	Nodes          = gentype.ClientWithList[*corev1.Node, *corev1.NodeList]
+	Namespaces     = gentype.ClientWithList[*corev1.Namespace, *corev1.NamespaceList]
+	ConfigMaps     = gentype.ClientWithList[*corev1.ConfigMap, *corev1.ConfigMapList]
+	Events         = gentype.ClientWithList[*corev1.Event, *corev1.EventList]
+	ResourceQuotas = gentype.ClientWithList[*corev1.ResourceQuota, *corev1.ResourceQuotaList]
+	LimitRanges    = gentype.ClientWithList[*corev1.LimitRange, *corev1.LimitRangeList]
 )
 
 // Client talks to the core/v1 API. It is safe for concurrent use.
@@ -106,6 +109,20 @@ func (c *Client) ConfigMaps(namespace string) *ConfigMaps {
 func (c *Client) Events(namespace string) *Events {
 	return gentype.NewClientWithList[*corev1.Event, *corev1.EventList]("events", c.rest, parameterCodec, namespace,
 		func() *corev1.Event { return &corev1.Event{} }, func() *corev1.EventList { return &corev1.EventList{} })
+}
+
+// ResourceQuotas returns a client for the resource quotas in namespace; ""
+// means every namespace (for List and Watch).
+func (c *Client) ResourceQuotas(namespace string) *ResourceQuotas {
+	return gentype.NewClientWithList[*corev1.ResourceQuota, *corev1.ResourceQuotaList]("resourcequotas", c.rest, parameterCodec, namespace,
+		func() *corev1.ResourceQuota { return &corev1.ResourceQuota{} }, func() *corev1.ResourceQuotaList { return &corev1.ResourceQuotaList{} })
+}
+
+// LimitRanges returns a client for the limit ranges in namespace; ""
+// means every namespace (for List and Watch).
+func (c *Client) LimitRanges(namespace string) *LimitRanges {
+	return gentype.NewClientWithList[*corev1.LimitRange, *corev1.LimitRangeList]("limitranges", c.rest, parameterCodec, namespace,
+		func() *corev1.LimitRange { return &corev1.LimitRange{} }, func() *corev1.LimitRangeList { return &corev1.LimitRangeList{} })
 }
 
 // The methods below are actuate.Client's.

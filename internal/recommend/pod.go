@@ -129,6 +129,10 @@ type Feedback struct {
 	// the recommender then assumes half the way from the old request to the
 	// one sent.
 	Caps []Cap
+	// CapBy, when set, names what capped (the namespace's quota, a
+	// refusal) in place of the outcome in the reasons of the capped
+	// decisions.
+	CapBy string
 }
 
 // Cap is the largest request a container can have on its node for now, in
@@ -168,8 +172,12 @@ func (p *Pod) Feedback(now time.Time, f Feedback) {
 					capCPU, capMem = cp.CPUMillis, cp.MemBytes
 				}
 			}
-			c.cpu.applyCap(now, capCPU, ttl, f.Outcome)
-			c.mem.applyCap(now, capMem, ttl, f.Outcome)
+			by := f.CapBy
+			if by == "" {
+				by = f.Outcome.String()
+			}
+			c.cpu.applyCap(now, capCPU, ttl, by)
+			c.mem.applyCap(now, capMem, ttl, by)
 		}
 	case resize.InProgress, resize.Error, resize.Rejected, resize.Timeout:
 		p.fail(now, f.Outcome)
@@ -183,14 +191,14 @@ func (p *Pod) Feedback(now time.Time, f Feedback) {
 }
 
 // applyCap remembers a cap for a resource that was part of the resize.
-func (r *resource) applyCap(now time.Time, value int64, ttl time.Duration, o resize.Outcome) {
+func (r *resource) applyCap(now time.Time, value int64, ttl time.Duration, by string) {
 	if value <= 0 {
 		if !r.inFlight || r.sentToReq <= r.sentFromReq {
 			return
 		}
 		value = r.sentFromReq + (r.sentToReq-r.sentFromReq)/2
 	}
-	r.capValue, r.capUntil, r.capOutcome = value, now.Add(ttl), o.String()
+	r.capValue, r.capUntil, r.capOutcome = value, now.Add(ttl), by
 }
 
 // fail starts or lengthens the backoff. Failures reported at the same

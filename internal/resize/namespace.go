@@ -175,8 +175,9 @@ func (p *planner) grows(r res) bool {
 // fitNamespace fits the plan to the namespace: each changed container
 // into the LimitRanges' Container items, then the pod's increases into the
 // Pod items and the remaining quota, cutting every container's increase by
-// the same fraction (as capToRoom does for the node). It refuses with
-// ReasonQuotaFull when no increase of a resource the plan grows is left.
+// the same fraction (as capToRoom does for the node). A resource with no
+// room left loses its whole increase; the plan's other changes stay. It
+// refuses with ReasonQuotaFull when that leaves the plan changing nothing.
 func (p *planner) fitNamespace() *Refusal {
 	ns := p.in.Namespace
 	if ns == nil {
@@ -185,6 +186,7 @@ func (p *planner) fitNamespace() *Refusal {
 	for _, t := range p.targets {
 		p.fitContainerRanges(t, ns.LimitRanges)
 	}
+	var full []string // resources whose whole increase was cut
 	for _, r := range resources {
 		curReq, _ := unitsOf(podRequests(p.pod, false), r)
 		curLim, limOK := podLimits(p.pod, r)
@@ -248,10 +250,25 @@ func (p *planner) fitNamespace() *Refusal {
 			}
 		}
 		if !p.grows(r) {
-			return refuse(ReasonQuotaFull, "", "no %s increase fits %s", r.name(), what)
+			full = append(full, fmt.Sprintf("no %s increase fits %s", r.name(), what))
 		}
 	}
+	if len(full) > 0 && !p.changes() {
+		return refuse(ReasonQuotaFull, "", "%s", strings.Join(full, "; "))
+	}
 	return nil
+}
+
+// changes reports whether the plan still changes any value.
+func (p *planner) changes() bool {
+	for _, t := range p.targets {
+		for _, r := range resources {
+			if t.next[r] != t.cur[r] {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // fitContainerRanges brings the changed values of one container within

@@ -88,6 +88,12 @@ func TestPlanFitsNamespace(t *testing.T) {
 			wantReason: ReasonQuotaFull,
 		},
 		{
+			name: "a full cpu quota leaves the memory grow", pod: pod, wish: []ContainerWish{aim("app", nil, "cpu=1250m", "memory=256Mi")},
+			ns:      &Namespace{QuotaRoom: rl("limits.cpu=0")},
+			want:    map[string]string{"app": "cpu=500m/1 memory=256Mi/512Mi"},
+			wantAdj: []Adjustment{CappedToNamespace},
+		},
+		{
 			name: "a quota on memory leaves cpu alone", pod: pod, wish: grow,
 			ns:   &Namespace{QuotaRoom: rl("limits.memory=0")},
 			want: map[string]string{"app": "cpu=1250m/2500m memory=128Mi/256Mi"},

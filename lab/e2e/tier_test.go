@@ -71,6 +71,7 @@ var tiers = map[string]string{
 	"TestRegistryPull":                 tierCore,
 	"TestCgroupsReadableAsNonRoot":     tierCore,
 	"TestAgentInCluster":               tierCore,
+	"TestNamespaceQuota":               tierCore,
 	"TestResizeApplied":                tierCore,
 	"TestResizeDeferredTimeoutDeleted": tierCore,
 	"TestResizeInfeasibleOrRejected":   tierCore,
@@ -103,6 +104,7 @@ var smokeTests = []string{
 	"TestResizeInfeasibleOrRejected",
 	"TestFieldReportInfeasible",
 	"TestAdmission",
+	"TestNamespaceQuota",
 }
 
 // e2eTier is the tier this run selected (SNUG_E2E_TIER), "" for all.

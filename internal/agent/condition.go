@@ -1,0 +1,91 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// ConditionNamespaceLimited is the pod condition the agent keeps while the
+// pod's namespace limits its resizes: True once a grow was cut to fit the
+// namespace's ResourceQuotas or LimitRanges (reason FittedToNamespace) or
+// nothing of one fitted (NamespaceFull), the message saying which object
+// and how much it had left; False (reason Fits) once a later resize was
+// applied whole. The kubelet keeps conditions it does not own.
+const ConditionNamespaceLimited corev1.PodConditionType = "autoscaling.snug.dev/NamespaceLimited"
+
+// reasonFits goes with ConditionNamespaceLimited False.
+const reasonFits = "Fits"
+
+// podCondition is one state of a pod's ConditionNamespaceLimited.
+type podCondition struct {
+	status          corev1.ConditionStatus
+	reason, message string
+}
+
+// conditionPatchTimeout bounds one write of the condition.
+const conditionPatchTimeout = 10 * time.Second
+
+// setNamespaceCondition writes the pod's ConditionNamespaceLimited when it
+// differs from what the pod shows (and from what the agent last wrote, the
+// informer lagging behind a write), on its own goroutine (Wait joins it);
+// False is written only over a True. A write that fails is logged and
+// tried again at the next change.
+func (d *Decider) setNamespaceCondition(ctx context.Context, log logr.Logger, st *podState, pod *corev1.Pod, c podCondition) {
+	if d.cfg.ResizeClient == nil || d.cfg.DryRun || st.nsCondition == c {
+		return
+	}
+	var shown *corev1.PodCondition
+	for i := range pod.Status.Conditions {
+		if pod.Status.Conditions[i].Type == ConditionNamespaceLimited {
+			shown = &pod.Status.Conditions[i]
+		}
+	}
+	if shown != nil && shown.Status == c.status && shown.Reason == c.reason && shown.Message == c.message {
+		st.nsCondition = c
+		return
+	}
+	if c.status == corev1.ConditionFalse && (shown == nil || shown.Status != corev1.ConditionTrue) && st.nsCondition.status != corev1.ConditionTrue {
+		return
+	}
+	since := d.clock.Now()
+	if shown != nil && shown.Status == c.status {
+		since = shown.LastTransitionTime.Time
+	}
+	body, err := conditionPatch(c, since)
+	if err != nil {
+		log.Error(err, "writing the pod's condition", "pod", st.ns+"/"+st.name)
+		return
+	}
+	st.nsCondition = c
+	d.wg.Add(1)
+	go func(ns, name string) {
+		defer d.wg.Done()
+		pctx, cancel := context.WithTimeout(ctx, conditionPatchTimeout)
+		defer cancel()
+		if _, err := d.cfg.ResizeClient.PatchPod(pctx, ns, name, types.StrategicMergePatchType, body, metav1.PatchOptions{}, "status"); err != nil {
+			log.Error(err, "writing the pod's condition", "pod", ns+"/"+name, "condition", string(ConditionNamespaceLimited), "reason", c.reason)
+		}
+	}(st.ns, st.name)
+}
+
+// conditionPatch is the strategic merge patch of the pod's status that sets
+// the condition (conditions merge on their type), its status true since
+// since.
+func conditionPatch(c podCondition, since time.Time) ([]byte, error) {
+	cond := corev1.PodCondition{
+		Type: ConditionNamespaceLimited, Status: c.status, Reason: c.reason, Message: c.message,
+		LastTransitionTime: metav1.NewTime(since),
+	}
+	b, err := json.Marshal(map[string]any{"status": map[string]any{"conditions": []corev1.PodCondition{cond}}})
+	if err != nil {
+		return nil, fmt.Errorf("encoding condition %s: %w", ConditionNamespaceLimited, err)
+	}
+	return b, nil
+}
