@@ -308,3 +308,48 @@ func TestGrowWaitSurvivesADeferral(t *testing.T) {
 	}
 	t.Fatalf("no grow decided twice (first at %ds)", deferredAt)
 }
+
+// TestTiedMemoryHoldsTheDaysPeak: a Guaranteed container (limits equal to
+// requests) holds 300Mi for the first half hour of every 12 hours and 100Mi
+// otherwise. Its memory is not shrunk in its first day (the day's peak is
+// not known yet), then only down to the day's peak plus headroom: a shrink
+// lowers the limit with the request, and the next half hour at 300Mi would
+// be an OOM kill. A Burstable one (no cpu limit), whose memory limit the
+// planner keeps, gives the request back in the troughs.
+func TestTiedMemoryHoldsTheDaysPeak(t *testing.T) {
+	ws := func(sec int) float64 {
+		if sec%(12*3600) < 1800 {
+			return 300 << 20
+		}
+		return 100 << 20
+	}
+	tied := newSim(t, DefaultConfig(), Resources{CPURequestMillis: 200, CPULimitMillis: 200, MemRequestBytes: 512 << 20, MemLimitBytes: 512 << 20})
+	tied.cpu = func(int) float64 { return 100 }
+	tied.ws = ws
+	ds := tied.run(0, 23*3600)
+	if r := tied.cur.MemRequestBytes; r != 512<<20 {
+		t.Errorf("tied: memory request %d MiB within the first day, want the first 512Mi", r>>20)
+	}
+	ds = append(ds, tied.run(23*3600, 50*3600)...)
+	if len(tied.ooms) != 0 {
+		t.Errorf("tied: OOM kills at %v s, want none", tied.ooms)
+	}
+	held := false
+	for _, d := range ds {
+		held = held || d.Memory.Reason.Why == WhyTiedLimit
+	}
+	if !held {
+		t.Error("tied: no memory shrink was held as TiedLimit")
+	}
+	if r, want := tied.cur.MemRequestBytes, int64(300<<20)*6/5; r < want || r >= 512<<20 {
+		t.Errorf("tied: memory request %d MiB, want the day's 300Mi peak plus 20%% headroom (%d MiB) or a little more, under the first 512Mi", r>>20, want>>20)
+	}
+
+	burst := newSim(t, DefaultConfig(), Resources{CPURequestMillis: 200, MemRequestBytes: 512 << 20, MemLimitBytes: 512 << 20})
+	burst.cpu = func(int) float64 { return 100 }
+	burst.ws = ws
+	burst.run(0, 11*3600)
+	if r := burst.cur.MemRequestBytes; r >= 300<<20 {
+		t.Errorf("burstable: memory request %d MiB after ten hours at 100Mi, want it given back under 300Mi", r>>20)
+	}
+}

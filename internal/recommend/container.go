@@ -118,6 +118,9 @@ type Container struct {
 	lastWSTime time.Time
 	slope      float64 // bytes per second
 	peak       windowMax
+	// dayPeak is the peak of the last RegrowWindow, which a memory limit
+	// equal to its request is not shrunk under (WhyTiedLimit).
+	dayPeak windowMax
 	// peakBefore is the peak of the window before the latest sample: a rise
 	// that stays under it rebuilds a working set the container already had
 	// (a restarted process, a heap refilling after a collection), not a
@@ -218,6 +221,7 @@ func (c *Container) Observe(now time.Time, sig cgroup.Signals, cur Resources) De
 	c.mem.samples++
 	c.peakBefore = c.peak.max(now)
 	c.peak.add(now, ws)
+	c.dayPeak.add(now, ws)
 	if !c.lastWSTime.IsZero() && now.After(c.lastWSTime) {
 		dt := now.Sub(c.lastWSTime).Seconds()
 		a := 1 - math.Exp(-dt/memorySlopeTau.Seconds())
@@ -387,6 +391,7 @@ func (c *Container) memoryFast(now time.Time, sig cgroup.Signals, changed bool) 
 			// the container is a worse eviction candidate next time.
 			req := float64(c.cur.MemRequestBytes)
 			c.peak.add(now, ws)
+			c.dayPeak.add(now, ws)
 			return c.growRequest(&c.mem, max(req*cfg.MemoryGrowthFactor, req+float64(cfg.MemoryOOMMinBumpBytes)), r)
 		}
 		// The working set wanted more than the limit just before the kill,
@@ -394,6 +399,7 @@ func (c *Container) memoryFast(now time.Time, sig cgroup.Signals, changed bool) 
 		// size as a peak, so the target stays there for the peak window.
 		bumped := max(limit*cfg.MemoryGrowthFactor, limit+float64(cfg.MemoryOOMMinBumpBytes))
 		c.peak.add(now, bumped/(1+cfg.MemoryHeadroom))
+		c.dayPeak.add(now, bumped/(1+cfg.MemoryHeadroom))
 		// No forecast here: the slope into a kill is one burst, not a trend.
 		return c.growLimit(&c.mem, max(bumped, ws*(1+cfg.MemoryHeadroom)), true, r)
 	}
@@ -683,6 +689,28 @@ func (c *Container) baseline(now time.Time, r *resource, req, lim int64) Change 
 				return hold
 			}
 		}
+		if r.memory && c.guaranteed(req, lim) && !c.bounds.RequestsOnly {
+			// The limit is the request (a Guaranteed pod's memory): the
+			// shrink lowers the limit too, and the pod keeps no limit
+			// floor (the planner keeps Burstable limits at their first
+			// value, not Guaranteed ones, which must equal the request).
+			// A level the container reached within the day, the longest
+			// cycle most workloads repeat (RegrowWindow), would come back
+			// as an OOM kill, not a slowdown: not below its peak plus
+			// headroom.
+			f := c.clamp(now, r, ceil(c.dayPeak.max(now)*(1+c.cfg.MemoryHeadroom)))
+			if r.observedSeconds < c.cfg.RegrowWindow.Seconds() {
+				// Less than a day seen: the day's peak is not known yet.
+				f = req
+			}
+			if n < f {
+				n = f
+				if float64(n) > fr*(1-c.cfg.ShrinkBand) {
+					hold.Reason = Reason{Why: WhyTiedLimit, Memory: true, Value: n, Request: req}
+					return hold
+				}
+			}
+		}
 		return Change{Action: Shrink, Request: n, Reason: Reason{Why: WhyBelowRequest, Memory: r.memory, Value: n, Request: req, Duration: elapsed}}
 	default:
 		r.shrinkSince = time.Time{}
@@ -696,6 +724,14 @@ func (c *Container) baseline(now time.Time, r *resource, req, lim int64) Change 
 		hold.Reason = Reason{Why: WhyInBand, Memory: r.memory, Value: ceil(t), Request: req}
 		return hold
 	}
+}
+
+// guaranteed reports whether the container is sized as a Guaranteed pod's:
+// cpu and memory limits equal to their requests (memory's req and lim
+// given). A Burstable pod with such a container keeps the planner's limit
+// floor; the rules that use this are then only more careful than needed.
+func (c *Container) guaranteed(memReq, memLim int64) bool {
+	return memLim > 0 && memLim <= memReq && c.cur.CPULimitMillis > 0 && c.cur.CPULimitMillis <= c.cur.CPURequestMillis
 }
 
 // pastLoad reports that a CPU target above the request comes from load

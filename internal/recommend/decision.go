@@ -106,6 +106,7 @@ const (
 	WhyGrowWaiting // cpu target above the band without starvation, for less than a CPU half-life
 	WhyRecentPeak  // cpu shrink would bring the limit under the window's busiest second
 	WhyRegrown     // cpu shrink would go under the level the load came back to, within MinTrough, after the last shrink
+	WhyTiedLimit   // memory shrink would lower a limit equal to the request under the day's peak working set plus headroom
 )
 
 var whyNames = [...]string{
@@ -134,6 +135,7 @@ var whyNames = [...]string{
 	WhyGrowWaiting:     "GrowWaiting",
 	WhyRecentPeak:      "RecentPeak",
 	WhyRegrown:         "Regrown",
+	WhyTiedLimit:       "TiedLimit",
 }
 
 // String returns the reason's name, such as "Throttled".
@@ -231,6 +233,8 @@ func (r Reason) String() string {
 		return fmt.Sprintf("cpu shrink stops at %s, request %s: the load came back to it within %s of the last shrink", r.q(r.Value), r.q(r.Request), d)
 	case WhyRecentPeak:
 		return fmt.Sprintf("cpu shrink held at %s (request %s): the limit must hold the busiest second of the window", r.q(r.Value), r.q(r.Request))
+	case WhyTiedLimit:
+		return fmt.Sprintf("memory shrink held at %s (request %s): the limit moves with the request and must hold the day's peak working set plus headroom", r.q(r.Value), r.q(r.Request))
 	}
 	return r.Why.String()
 }

@@ -61,6 +61,7 @@ func (p *Pod) AddContainer(name string, b Bounds, seed *Aggregate) (*Container, 
 		cpu:         resource{hist: NewHistogram(ScaleCPUMillis, p.cfg.CPUHalfLife)},
 		mem:         resource{memory: true, hist: NewHistogram(ScaleMemBytes, p.cfg.MemoryHalfLife)},
 		peak:        newWindowMax(p.cfg.MemoryPeakWindow),
+		dayPeak:     newWindowMax(p.cfg.RegrowWindow),
 		recent:      newWindowMax(p.cfg.ShrinkWindow),
 		recentUsage: newWindowMax(p.cfg.ShrinkWindow),
 	}
