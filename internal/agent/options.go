@@ -43,6 +43,10 @@ type Options struct {
 	// CPUHalfLife is the half-life of the CPU usage percentiles
 	// (cluster-wide tuning; the policy's behavior tunes the rest).
 	CPUHalfLife time.Duration
+	// RegrowWindow is the longest load cycle the recommender remembers
+	// (recommend.Config.RegrowWindow): how long a regrow floor holds, and
+	// the span of a Guaranteed container's memory peak.
+	RegrowWindow time.Duration
 	// SnapshotInterval is the least time between two publications of a
 	// pod's learnt history; 0 publishes none and seeds from no checkpoint.
 	SnapshotInterval time.Duration
@@ -52,14 +56,15 @@ type Options struct {
 func NewOptions() *Options {
 	c := NewConfig()
 	return &Options{
-		Interval:    c.Interval,
-		History:     c.HistorySize,
-		Listen:      "127.0.0.1:9464",
-		Serving:     httpauth.NewServingOptions(),
-		CgroupRoot:  c.CgroupRoot,
-		APITimeout:  15 * time.Second,
-		Autoscale:   true,
-		CPUHalfLife: recommend.DefaultConfig().CPUHalfLife,
+		Interval:     c.Interval,
+		History:      c.HistorySize,
+		Listen:       "127.0.0.1:9464",
+		Serving:      httpauth.NewServingOptions(),
+		CgroupRoot:   c.CgroupRoot,
+		APITimeout:   15 * time.Second,
+		Autoscale:    true,
+		CPUHalfLife:  recommend.DefaultConfig().CPUHalfLife,
+		RegrowWindow: recommend.DefaultConfig().RegrowWindow,
 
 		SnapshotInterval: DefaultPublishInterval,
 	}
@@ -78,6 +83,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.Autoscale, "autoscale", o.Autoscale, "decide and resize in place the pods that a SnugPolicy covers (false: only sample)")
 	fs.BoolVar(&o.DryRun, "dry-run", o.DryRun, "decide and log resizes, but never patch a pod")
 	fs.DurationVar(&o.CPUHalfLife, "cpu-half-life", o.CPUHalfLife, "half-life of the CPU usage percentiles behind grows and shrinks that are not starvation (1s to 24h)")
+	fs.DurationVar(&o.RegrowWindow, "regrow-window", o.RegrowWindow, "the longest load cycle remembered: how long shrinks stop at a level the load came back to, and the span of the peak a Guaranteed container's memory is not shrunk under, nor shrunk at all before it has been seen (1m to 168h)")
 	fs.DurationVar(&o.SnapshotInterval, "snapshot-interval", o.SnapshotInterval, "least time between two publications of a pod's learnt history in its annotation (1s to 1h; 0: neither publish nor start pods from their policy's checkpoint)")
 }
 
@@ -110,6 +116,9 @@ func (o *Options) Validate() error {
 	}
 	if o.CPUHalfLife < time.Second || o.CPUHalfLife > 24*time.Hour {
 		errs = append(errs, fmt.Errorf("--cpu-half-life %v is out of range [1s, 24h]", o.CPUHalfLife))
+	}
+	if o.RegrowWindow < time.Minute || o.RegrowWindow > 7*24*time.Hour {
+		errs = append(errs, fmt.Errorf("--regrow-window %v is out of range [1m, 168h]", o.RegrowWindow))
 	}
 	if o.SnapshotInterval != 0 && (o.SnapshotInterval < time.Second || o.SnapshotInterval > time.Hour) {
 		errs = append(errs, fmt.Errorf("--snapshot-interval %v is out of range [1s, 1h] (or 0)", o.SnapshotInterval))

@@ -21,6 +21,7 @@ func TestOptionsValidate(t *testing.T) {
 		{[]string{"--node", "n", "--listen", "nohost"}, `--listen "nohost"`},
 		{[]string{"--node", "n", "--cgroup-root", ""}, "--cgroup-root is empty"},
 		{[]string{"--node", "n", "--cpu-half-life", "500ms"}, "--cpu-half-life 500ms is out of range [1s, 24h]"},
+		{[]string{"--node", "n", "--regrow-window", "30s"}, "--regrow-window 30s is out of range [1m, 168h]"},
 		{[]string{"--node", "n", "--snapshot-interval", "500ms"}, "--snapshot-interval 500ms is out of range [1s, 1h] (or 0)"},
 		{[]string{"--node", "n", "--autoscale=false", "--dry-run"}, "--dry-run needs --autoscale"},
 		{[]string{"--node", "n", "--tls-cert-file", "c.pem"}, "--tls-cert-file and --tls-private-key-file go together"},

@@ -181,6 +181,7 @@ func startDecider(ctx context.Context, log logr.Logger, o *Options, a *Agent, cs
 	b.StartRecordingToSink(kube.EventSink{Client: cs.core})
 	cfg := recommend.DefaultConfig()
 	cfg.CPUHalfLife = o.CPUHalfLife
+	cfg.RegrowWindow = o.RegrowWindow
 	d, err := a.Decide(DeciderConfig{
 		Pods: pods, Node: node, Policies: policies,
 		LimitRanges: limitRanges, ListQuotas: ListQuotas(cs.core),

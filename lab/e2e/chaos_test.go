@@ -492,7 +492,9 @@ func waitControllerObjectsGone(t *testing.T, ns string) {
 func TestChaosMemorySpike(t *testing.T) {
 	const window = 30 // seconds
 	pc := installPolicyCRD(t)
-	ag := installSnug(t, snugInstall{})
+	// A Guaranteed container's memory is not shrunk before the regrow
+	// window has passed (docs/recommend.md, TiedLimit): one minute here.
+	ag := installSnug(t, snugInstall{agentArgs: []string{"--regrow-window=1m"}})
 	ns := testNamespace(t, "snug-spike-")
 	createPolicy(t, pc, ns, "spike", v1alpha1.SnugPolicySpec{
 		TargetRef:    deploymentRef("spike"),
