@@ -54,7 +54,7 @@ func WatchLimitRanges(ctx context.Context, client *kube.Client, syncTimeout time
 			return client.LimitRanges(metav1.NamespaceAll).Watch(ctx, o)
 		},
 	}, &corev1.LimitRange{}, 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
-	if err := inf.SetTransform(dropManagedFields); err != nil {
+	if err := inf.SetTransform(kube.StripManagedFields); err != nil {
 		return nil, err
 	}
 	go inf.RunWithContext(ctx)
@@ -76,15 +76,6 @@ func WatchLimitRanges(ctx context.Context, client *kube.Client, syncTimeout time
 		return read, fmt.Errorf("listing LimitRanges: not done after %v (planning without them until they are): %w", syncTimeout, context.Cause(syncCtx))
 	}
 	return read, nil
-}
-
-// dropManagedFields is an informer transform: the agent never reads
-// managedFields.
-func dropManagedFields(obj any) (any, error) {
-	if m, ok := obj.(metav1.ObjectMetaAccessor); ok {
-		m.GetObjectMeta().SetManagedFields(nil)
-	}
-	return obj, nil
 }
 
 // ListQuotas returns a function that lists one namespace's ResourceQuotas.

@@ -39,6 +39,7 @@ import (
 	"github.com/snug-dev/snug/api/v1alpha1"
 	policyclient "github.com/snug-dev/snug/api/v1alpha1/client"
 	"github.com/snug-dev/snug/internal/history"
+	"github.com/snug-dev/snug/internal/kube"
 	"github.com/snug-dev/snug/internal/policy"
 )
 
@@ -143,7 +144,7 @@ func New(cs kubernetes.Interface, pc *policyclient.Client, recorder record.Event
 		cfg: cfg, cs: cs, pc: pc, recorder: recorder, metrics: m,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "snugpolicy", Clock: cfg.Clock}),
-		factory: informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithTransform(stripManagedFields)),
+		factory: informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithTransform(kube.StripManagedFields)),
 		policyInf: cache.NewSharedIndexInformer(&cache.ListWatch{
 			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 				return pc.SnugPolicies("").List(ctx, o)
@@ -153,7 +154,7 @@ func New(cs kubernetes.Interface, pc *policyclient.Client, recorder record.Event
 			},
 		}, &v1alpha1.SnugPolicy{}, 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}),
 		// Only snug's own ConfigMaps: the checkpoints.
-		cmFactory: informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithTransform(stripManagedFields),
+		cmFactory: informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithTransform(kube.StripManagedFields),
 			informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = managedByLabel + "=snug" })),
 		lastWrites: map[string]time.Time{},
 		evicting:   map[types.UID]evictionMark{},
@@ -178,15 +179,6 @@ func New(cs kubernetes.Interface, pc *policyclient.Client, recorder record.Event
 		c.add(inf, c.onWorkload)
 	}
 	return c
-}
-
-// stripManagedFields drops what the controller never reads from cached
-// objects.
-func stripManagedFields(obj any) (any, error) {
-	if m, ok := obj.(metav1.ObjectMetaAccessor); ok {
-		m.GetObjectMeta().SetManagedFields(nil)
-	}
-	return obj, nil
 }
 
 // add registers an enqueue-only handler, called with the object before and

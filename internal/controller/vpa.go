@@ -19,6 +19,7 @@ import (
 
 	"github.com/snug-dev/snug/api/v1alpha1"
 	"github.com/snug-dev/snug/internal/convert"
+	"github.com/snug-dev/snug/internal/kube"
 )
 
 // A SnugPolicy and a VerticalPodAutoscaler that is not Off acting on the
@@ -140,7 +141,7 @@ func (c *Controller) watchVPAs(ctx context.Context) {
 func (c *Controller) runVPAInformer(ctx context.Context) cache.InformerSynced {
 	inf := dynamicinformer.NewFilteredDynamicInformer(c.cfg.Dynamic, convert.VPAResource, metav1.NamespaceAll, 0,
 		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, nil).Informer()
-	utilruntime.Must(inf.SetTransform(stripManagedFields))
+	utilruntime.Must(inf.SetTransform(kube.StripManagedFields))
 	_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.onVPA,
 		UpdateFunc: func(_, o any) { c.onVPA(o) },

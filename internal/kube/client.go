@@ -156,3 +156,12 @@ func (c *Client) GetNode(ctx context.Context, name string, opts metav1.GetOption
 func (c *Client) GetNamespace(ctx context.Context, name string, opts metav1.GetOptions) (*corev1.Namespace, error) {
 	return c.Namespaces().Get(ctx, name, opts)
 }
+
+// StripManagedFields is an informer transform that drops managedFields,
+// which neither the agent nor the controller reads, from cached objects.
+func StripManagedFields(obj any) (any, error) {
+	if m, ok := obj.(metav1.ObjectMetaAccessor); ok {
+		m.GetObjectMeta().SetManagedFields(nil)
+	}
+	return obj, nil
+}
