@@ -220,8 +220,7 @@ func (c *Container) Observe(now time.Time, sig cgroup.Signals, cur Resources) De
 	}
 	c.mem.samples++
 	c.peakBefore = c.peak.max(now)
-	c.peak.add(now, ws)
-	c.dayPeak.add(now, ws)
+	c.addPeak(now, ws)
 	if !c.lastWSTime.IsZero() && now.After(c.lastWSTime) {
 		dt := now.Sub(c.lastWSTime).Seconds()
 		a := 1 - math.Exp(-dt/memorySlopeTau.Seconds())
@@ -390,16 +389,14 @@ func (c *Container) memoryFast(now time.Time, sig cgroup.Signals, changed bool) 
 			// No limit: the kill came from the node. Raise the request so
 			// the container is a worse eviction candidate next time.
 			req := float64(c.cur.MemRequestBytes)
-			c.peak.add(now, ws)
-			c.dayPeak.add(now, ws)
+			c.addPeak(now, ws)
 			return c.growRequest(&c.mem, max(req*cfg.MemoryGrowthFactor, req+float64(cfg.MemoryOOMMinBumpBytes)), r)
 		}
 		// The working set wanted more than the limit just before the kill,
 		// whatever the new cgroup says now. As VPA does, remember the bumped
 		// size as a peak, so the target stays there for the peak window.
 		bumped := max(limit*cfg.MemoryGrowthFactor, limit+float64(cfg.MemoryOOMMinBumpBytes))
-		c.peak.add(now, bumped/(1+cfg.MemoryHeadroom))
-		c.dayPeak.add(now, bumped/(1+cfg.MemoryHeadroom))
+		c.addPeak(now, bumped/(1+cfg.MemoryHeadroom))
 		// No forecast here: the slope into a kill is one burst, not a trend.
 		return c.growLimit(&c.mem, max(bumped, ws*(1+cfg.MemoryHeadroom)), true, r)
 	}
@@ -724,6 +721,13 @@ func (c *Container) baseline(now time.Time, r *resource, req, lim int64) Change 
 		hold.Reason = Reason{Why: WhyInBand, Memory: r.memory, Value: ceil(t), Request: req}
 		return hold
 	}
+}
+
+// addPeak records a working set (or an OOM kill's bumped size) in both
+// memory peak windows: the hour's and the day's.
+func (c *Container) addPeak(now time.Time, ws float64) {
+	c.peak.add(now, ws)
+	c.dayPeak.add(now, ws)
 }
 
 // guaranteed reports whether the container is sized as a Guaranteed pod's:
