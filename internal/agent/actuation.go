@@ -21,13 +21,13 @@ import (
 // the resize subresource and classifies the API server's answer,
 // actuate.Wait classifies the pod's versions (fed from the agent's pod
 // informer, not a watch of its own) and actuate.Revert clears an
-// Infeasible resize. The actuation queue runs one job per pod at a time
-// off the loop goroutine and leaves each outcome in an inbox; the loop
-// goroutine, which owns the recommender state, takes the inbox in as soon
-// as the queue says it is not empty (Settle, between passes) and at the
-// start of every PassDone.
+// Infeasible resize. A resize runs as one of the Decider's effects
+// (effects.go), one per pod at a time, off the loop goroutine; the loop
+// goroutine, which owns the recommender state, takes its outcome in as
+// soon as the executor says one is ready (Settle, between passes) or at
+// the start of the next PassDone.
 
-// sendJob is one resize handed to the actuation queue.
+// sendJob is one resize handed to the executor (Decider.send).
 type sendJob struct {
 	uid types.UID
 	pod *corev1.Pod
@@ -79,69 +79,18 @@ type sendResult struct {
 	reverted   bool
 }
 
-// actuationQueue runs sendJobs through an actuate.Actuator, at most one per
-// pod at a time, each on its own goroutine, and keeps their results in an
-// inbox for the loop goroutine. It is safe for concurrent use.
-type actuationQueue struct {
+// sender runs a sendJob through an actuate.Actuator. Decider.send runs it
+// on the executor, keyed by the pod, so a pod has at most one job out.
+type sender struct {
 	act     *actuate.Actuator
 	timeout time.Duration
 	clock   clock.PassiveClock
-
-	wg sync.WaitGroup
-	// ready holds a token while the inbox is not empty.
-	ready chan struct{}
-
-	mu    sync.Mutex
-	busy  map[types.UID]struct{}
-	inbox []sendResult
 }
-
-func newActuationQueue(act *actuate.Actuator, timeout time.Duration, clk clock.PassiveClock) *actuationQueue {
-	return &actuationQueue{act: act, timeout: timeout, clock: clk, ready: make(chan struct{}, 1), busy: map[types.UID]struct{}{}}
-}
-
-// submit starts j unless a job of the same pod is still running; it
-// reports whether it started it. The job ends with ctx.
-func (q *actuationQueue) submit(ctx context.Context, j sendJob) bool {
-	q.mu.Lock()
-	if _, ok := q.busy[j.uid]; ok {
-		q.mu.Unlock()
-		return false
-	}
-	q.busy[j.uid] = struct{}{}
-	q.mu.Unlock()
-	q.wg.Add(1)
-	go func() {
-		defer q.wg.Done()
-		r := q.run(ctx, j)
-		q.mu.Lock()
-		delete(q.busy, j.uid)
-		q.inbox = append(q.inbox, r)
-		q.mu.Unlock()
-		select {
-		case q.ready <- struct{}{}:
-		default:
-		}
-	}()
-	return true
-}
-
-// take returns the results that came in since the last take, oldest first.
-func (q *actuationQueue) take() []sendResult {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	out := q.inbox
-	q.inbox = nil
-	return out
-}
-
-// wait waits for the jobs running to end.
-func (q *actuationQueue) wait() { q.wg.Wait() }
 
 // run sends the job's patch, waits for the outcome and reverts an
 // Infeasible resize (waiting until the kubelet has dropped it, so that the
 // pod's next job starts from a settled pod).
-func (q *actuationQueue) run(ctx context.Context, j sendJob) sendResult {
+func (q *sender) run(ctx context.Context, j sendJob) sendResult {
 	r := sendResult{job: j}
 	res, err := q.act.Send(ctx, j.pod, j.patch, actuate.SendOptions{})
 	r.sentAt, r.patchedAt = res.Sent, res.Answered

@@ -5,85 +5,14 @@ import (
 	"encoding/json"
 	"slices"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	corelisters "k8s.io/client-go/listers/core/v1"
-	"k8s.io/utils/clock"
 
 	"github.com/snug-dev/snug/api/v1alpha1"
-	"github.com/snug-dev/snug/internal/actuate"
-	"github.com/snug-dev/snug/internal/resize"
 )
-
-// blockingCore answers every patch with the pod unchanged once release
-// closes, telling started of each patch first.
-type blockingCore struct {
-	actuate.Client
-	started chan string
-	release chan struct{}
-}
-
-func (c blockingCore) PatchPod(ctx context.Context, _, name string, _ types.PatchType, _ []byte, _ metav1.PatchOptions, _ ...string) (*corev1.Pod, error) {
-	c.started <- name
-	<-c.release
-	// A no-op answer: Wait sees the spec at want and the pod settled.
-	pod := testPod(name, nil, rl("50m", "64Mi"), rl("100m", "128Mi"))
-	return pod, nil
-}
-
-// TestActuationQueueOneInFlightPerPod: a second job for a pod is refused
-// while its first runs; other pods are not held up; results come back in
-// the order they finished, and the pod takes a job again once its result
-// is in.
-func TestActuationQueueOneInFlightPerPod(t *testing.T) {
-	core := blockingCore{started: make(chan string, 4), release: make(chan struct{})}
-	q := newActuationQueue(&actuate.Actuator{Client: core}, time.Second, clock.RealClock{})
-	want := []resize.ContainerPlan{{Name: "app", Requests: rl("50m", "64Mi"), Limits: rl("100m", "128Mi")}}
-	job := func(name string) sendJob {
-		return sendJob{uid: types.UID(name + "-uid"), pod: testPod(name, nil, nil, nil), patch: []byte("[]"), want: want, summary: name}
-	}
-	ctx := context.Background()
-	if !q.submit(ctx, job("a")) {
-		t.Fatal("first job of pod a refused")
-	}
-	if q.submit(ctx, job("a")) {
-		t.Fatal("second job of pod a started while the first runs")
-	}
-	if !q.submit(ctx, job("b")) {
-		t.Fatal("job of pod b refused while pod a's runs")
-	}
-	seen := map[string]bool{<-core.started: true, <-core.started: true}
-	if !seen["a"] || !seen["b"] {
-		t.Fatalf("patches started for %v, want a and b", seen)
-	}
-	if got := q.take(); len(got) != 0 {
-		t.Fatalf("results before any job ended: %+v", got)
-	}
-	close(core.release)
-	q.wait()
-	select {
-	case <-q.ready:
-	default:
-		t.Fatal("results are in but ready did not fire")
-	}
-	got := q.take()
-	if len(got) != 2 {
-		t.Fatalf("%d results, want 2", len(got))
-	}
-	for _, r := range got {
-		if r.outcome != resize.Applied || r.err != nil {
-			t.Errorf("pod %s: outcome %v, error %v; want Applied", r.job.summary, r.outcome, r.err)
-		}
-	}
-	if !q.submit(ctx, job("a")) {
-		t.Fatal("pod a refused a job after its first one ended")
-	}
-	<-core.started
-	q.wait()
-}
 
 // testOps are a JSON patch's test operations on resources, path -> value.
 func testOps(t *testing.T, patch []byte) map[string]string {
@@ -104,15 +33,29 @@ func testOps(t *testing.T, patch []byte) map[string]string {
 	return out
 }
 
-// settle waits for the queue's results and takes them in, as Run does
-// between passes.
+// settle lets every effect that can run end (the test runs in a synctest
+// bubble) and takes their results in, as Run does between passes; it
+// fails if none came back.
 func settle(t *testing.T, d *Decider) {
 	t.Helper()
+	synctest.Wait()
 	select {
 	case <-d.Settled():
 		d.Settle(context.Background())
-	case <-time.After(10 * time.Second):
-		t.Fatal("no resize outcome came back")
+	default:
+		t.Fatal("no effect's result came back")
+	}
+}
+
+// waitSent lets every effect that can run end and fails with msg unless
+// the fake kubelet was sent a resize meanwhile.
+func waitSent(t *testing.T, fk *fakeKubelet, msg string) {
+	t.Helper()
+	synctest.Wait()
+	select {
+	case <-fk.sent:
+	default:
+		t.Fatal(msg)
 	}
 }
 
@@ -149,34 +92,36 @@ func assertFromPerson(t *testing.T, fk *fakeKubelet, v *AutoscaleJSON) {
 // The very next pass plans again from the new spec, with no backoff, and
 // that resize is applied.
 func TestDeciderConflictReplansAtOnce(t *testing.T) {
-	ctx := context.Background()
-	pod := testPod("p", map[string]string{"app": "load"}, rl("50m", "64Mi"), rl("100m", "128Mi"))
-	_, d, fk := newTestDecider(t, false, []*corev1.Pod{pod}, selectorPolicy("pol", v1alpha1.UpdateModeInPlace))
-	fk.beforePatch = func(n int) {
-		if n == 0 {
-			humanCPU(fk, "p", "60m", "180m")
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		pod := testPod("p", map[string]string{"app": "load"}, rl("50m", "64Mi"), rl("100m", "128Mi"))
+		_, d, fk := newTestDecider(t, false, []*corev1.Pod{pod}, selectorPolicy("pol", v1alpha1.UpdateModeInPlace))
+		fk.beforePatch = func(n int) {
+			if n == 0 {
+				humanCPU(fk, "p", "60m", "180m")
+			}
 		}
-	}
-	now := time.Now()
-	d.Observe(ctx, refOf(pod), throttled(now, 100))
-	d.PassDone(ctx)
-	settle(t, d)
-	v := d.View(pod.UID, "app")
-	if v == nil || len(v.Resizes) != 1 || v.Resizes[0].Outcome != "Conflict" {
-		t.Fatalf("after the first patch: view %+v, want one Conflict resize", v)
-	}
-	// The next pass: a new decision, planned from the person's spec.
-	d.Observe(ctx, refOf(pod), throttled(now.Add(time.Second), 100))
-	d.PassDone(ctx)
-	settle(t, d)
-	v = d.View(pod.UID, "app")
-	if len(fk.patches) != 2 {
-		t.Fatalf("%d patches, want 2 (the re-plan right after the Conflict); last decision %+v", len(fk.patches), v.LastDecision)
-	}
-	if len(v.Resizes) != 2 || v.Resizes[1].Outcome != "Applied" {
-		t.Fatalf("resizes %+v, want Conflict then Applied", v.Resizes)
-	}
-	assertFromPerson(t, fk, v)
+		now := time.Now()
+		d.Observe(ctx, refOf(pod), throttled(now, 100))
+		d.PassDone(ctx)
+		settle(t, d)
+		v := d.View(pod.UID, "app")
+		if v == nil || len(v.Resizes) != 1 || v.Resizes[0].Outcome != "Conflict" {
+			t.Fatalf("after the first patch: view %+v, want one Conflict resize", v)
+		}
+		// The next pass: a new decision, planned from the person's spec.
+		d.Observe(ctx, refOf(pod), throttled(now.Add(time.Second), 100))
+		d.PassDone(ctx)
+		settle(t, d)
+		v = d.View(pod.UID, "app")
+		if len(fk.patches) != 2 {
+			t.Fatalf("%d patches, want 2 (the re-plan right after the Conflict); last decision %+v", len(fk.patches), v.LastDecision)
+		}
+		if len(v.Resizes) != 2 || v.Resizes[1].Outcome != "Applied" {
+			t.Fatalf("resizes %+v, want Conflict then Applied", v.Resizes)
+		}
+		assertFromPerson(t, fk, v)
+	})
 }
 
 // TestDeciderConflictWhileWaiting: the decider's patch is accepted but the
@@ -184,78 +129,80 @@ func TestDeciderConflictReplansAtOnce(t *testing.T) {
 // the wait (fed by the pod informer's update) ends as Conflict, and the
 // next pass plans again from the person's spec at once.
 func TestDeciderConflictWhileWaiting(t *testing.T) {
-	ctx := context.Background()
-	pod := testPod("p", map[string]string{"app": "load"}, rl("50m", "64Mi"), rl("100m", "128Mi"))
-	_, d, fk := newTestDecider(t, false, []*corev1.Pod{pod}, selectorPolicy("pol", v1alpha1.UpdateModeInPlace))
-	fk.undecided = true
-	now := time.Now()
-	d.Observe(ctx, refOf(pod), throttled(now, 100))
-	d.PassDone(ctx)
-	select {
-	case <-fk.sent:
-	case <-time.After(10 * time.Second):
-		t.Fatal("no resize sent")
-	}
-	if got := fk.get("p").Spec.Containers[0].Resources.Limits.Cpu().MilliValue(); got != 500 {
-		t.Fatalf("accepted spec cpu limit %dm, want the decider's 500m", got)
-	}
-	// Still waiting: the kubelet has not looked.
-	select {
-	case <-d.Settled():
-		t.Fatalf("an outcome came back before the kubelet acted: %+v", d.queue.take())
-	default:
-	}
-	fk.mu.Lock()
-	fk.undecided = false
-	fk.mu.Unlock()
-	humanCPU(fk, "p", "60m", "180m")
-	settle(t, d)
-	v := d.View(pod.UID, "app")
-	if len(v.Resizes) != 1 || v.Resizes[0].Outcome != "Conflict" {
-		t.Fatalf("resizes %+v, want one Conflict", v.Resizes)
-	}
-	d.Observe(ctx, refOf(pod), throttled(now.Add(time.Second), 100))
-	d.PassDone(ctx)
-	settle(t, d)
-	v = d.View(pod.UID, "app")
-	if len(v.Resizes) != 2 || v.Resizes[1].Outcome != "Applied" {
-		t.Fatalf("resizes %+v, want Conflict then Applied", v.Resizes)
-	}
-	assertFromPerson(t, fk, v)
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		pod := testPod("p", map[string]string{"app": "load"}, rl("50m", "64Mi"), rl("100m", "128Mi"))
+		_, d, fk := newTestDecider(t, false, []*corev1.Pod{pod}, selectorPolicy("pol", v1alpha1.UpdateModeInPlace))
+		fk.undecided = true
+		now := time.Now()
+		d.Observe(ctx, refOf(pod), throttled(now, 100))
+		d.PassDone(ctx)
+		waitSent(t, fk, "no resize sent")
+		if got := fk.get("p").Spec.Containers[0].Resources.Limits.Cpu().MilliValue(); got != 500 {
+			t.Fatalf("accepted spec cpu limit %dm, want the decider's 500m", got)
+		}
+		// Still waiting: the kubelet has not looked.
+		synctest.Wait()
+		select {
+		case <-d.Settled():
+			t.Fatal("an outcome came back before the kubelet acted")
+		default:
+		}
+		fk.mu.Lock()
+		fk.undecided = false
+		fk.mu.Unlock()
+		humanCPU(fk, "p", "60m", "180m")
+		settle(t, d)
+		v := d.View(pod.UID, "app")
+		if len(v.Resizes) != 1 || v.Resizes[0].Outcome != "Conflict" {
+			t.Fatalf("resizes %+v, want one Conflict", v.Resizes)
+		}
+		d.Observe(ctx, refOf(pod), throttled(now.Add(time.Second), 100))
+		d.PassDone(ctx)
+		settle(t, d)
+		v = d.View(pod.UID, "app")
+		if len(v.Resizes) != 2 || v.Resizes[1].Outcome != "Applied" {
+			t.Fatalf("resizes %+v, want Conflict then Applied", v.Resizes)
+		}
+		assertFromPerson(t, fk, v)
+	})
 }
 
 // TestCacheSourceSkipsOlderVersions: a cache that still holds the version
 // before the patch is not taken for someone else's change; the newer
 // version, once the informer has it, is.
 func TestCacheSourceSkipsOlderVersions(t *testing.T) {
-	pod := testPod("p", nil, rl("50m", "64Mi"), rl("100m", "128Mi"))
-	a, _, fk := newTestDecider(t, false, []*corev1.Pod{pod})
-	from := pod.DeepCopy()
-	from.Generation, from.ResourceVersion = 2, "patched"
-	src := cacheSource{feed: &a.feed, pods: nil}
-	src.pods = listerOf(fk)
-	var seen []int64
-	done := make(chan error, 1)
-	go func() {
-		done <- src.Follow(context.Background(), from, func(p *corev1.Pod) bool {
-			seen = append(seen, p.Generation)
-			return p.Generation == 2
-		})
-	}()
-	newer := fk.get("p")
-	newer.Generation = 2
-	fk.update(newer)
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
+	synctest.Test(t, func(t *testing.T) {
+		pod := testPod("p", nil, rl("50m", "64Mi"), rl("100m", "128Mi"))
+		a, _, fk := newTestDecider(t, false, []*corev1.Pod{pod})
+		from := pod.DeepCopy()
+		from.Generation, from.ResourceVersion = 2, "patched"
+		src := cacheSource{feed: &a.feed, pods: nil}
+		src.pods = listerOf(fk)
+		var seen []int64
+		done := make(chan error, 1)
+		go func() {
+			done <- src.Follow(context.Background(), from, func(p *corev1.Pod) bool {
+				seen = append(seen, p.Generation)
+				return p.Generation == 2
+			})
+		}()
+		newer := fk.get("p")
+		newer.Generation = 2
+		fk.update(newer)
+		synctest.Wait()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+		default:
+			t.Fatal("Follow did not see the newer version")
 		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Follow did not see the newer version")
-	}
-	if !slices.Equal(seen, []int64{2}) {
-		t.Errorf("saw generations %v, want only 2 (generation 1 is older than the patch)", seen)
-	}
+		if !slices.Equal(seen, []int64{2}) {
+			t.Errorf("saw generations %v, want only 2 (generation 1 is older than the patch)", seen)
+		}
+	})
 }
 
 func listerOf(fk *fakeKubelet) corelisters.PodLister { return corelisters.NewPodLister(fk.store) }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -65,13 +64,13 @@ type SeedJSON struct {
 	MemoryPeakBytes int64 `json:"memoryPeakBytes,omitempty"`
 }
 
-// checkpoints is the Decider's checkpoint state. pubs and seeds belong to
-// the loop goroutine; the reader has its own lock.
+// checkpoints is the Decider's checkpoint state, the loop goroutine's;
+// reads and publications run as its effects (effects.go).
 type checkpoints struct {
 	interval time.Duration
 	patch    func(ctx context.Context, ns, name string, patch []byte) error
 	reader   *checkpointReader
-	results  chan publishResult
+	fx       *executor
 
 	pubs  map[types.UID]*publication
 	seeds map[key]SeedJSON
@@ -93,13 +92,6 @@ type publication struct {
 	inFlight bool
 }
 
-type publishResult struct {
-	pub     *publication
-	pod     string
-	seconds float64
-	err     error
-}
-
 // UseCheckpoints turns on publishing snapshots and seeding from
 // checkpoints. Call it after Decide and before Run. A dry run seeds but
 // never publishes.
@@ -114,7 +106,7 @@ func (d *Decider) UseCheckpoints(cfg CheckpointConfig) error {
 		cfg.PublishInterval = DefaultPublishInterval
 	}
 	cs := cfg.Client
-	d.ckpt = newCheckpoints(cfg.PublishInterval, d.clock,
+	d.ckpt = newCheckpoints(cfg.PublishInterval, d.clock, d.fx,
 		func(ctx context.Context, ns, name string) (map[string]string, error) {
 			cm, err := cs.ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
 			if apierrors.IsNotFound(err) {
@@ -132,14 +124,13 @@ func (d *Decider) UseCheckpoints(cfg CheckpointConfig) error {
 	return nil
 }
 
-func newCheckpoints(interval time.Duration, clk interface{ Now() time.Time },
+func newCheckpoints(interval time.Duration, clk interface{ Now() time.Time }, fx *executor,
 	read func(ctx context.Context, ns, name string) (map[string]string, error),
 	patch func(ctx context.Context, ns, name string, patch []byte) error) *checkpoints {
 	return &checkpoints{
-		interval: interval, patch: patch,
-		reader:  &checkpointReader{read: read, now: clk.Now, ttl: checkpointTTL, entries: map[string]*readCheckpoint{}},
-		results: make(chan publishResult, 64),
-		pubs:    map[types.UID]*publication{}, seeds: map[key]SeedJSON{},
+		interval: interval, patch: patch, fx: fx,
+		reader: &checkpointReader{read: read, now: clk.Now, ttl: checkpointTTL, fx: fx, entries: map[string]*readCheckpoint{}},
+		pubs:   map[types.UID]*publication{}, seeds: map[key]SeedJSON{},
 	}
 }
 
@@ -210,17 +201,15 @@ func seedFrom(data map[string]string, readErr error, container string, cfg recom
 	return a, seedUsed, nil
 }
 
-// publishSnapshots takes in finished publications, forgets pods that are
-// gone, and publishes the snapshot of each pod whose one is due. Called by
-// PassDone on the loop goroutine; the patches go out on their own
-// goroutines, at most one per pod, never while the pod's resize is in
-// flight.
+// publishSnapshots forgets pods that are gone and publishes the snapshot
+// of each pod whose one is due. Called by PassDone on the loop goroutine
+// (after it took in the finished publications); the patches go out as
+// effects, at most one per pod, never while the pod's resize is in flight.
 func (d *Decider) publishSnapshots(ctx context.Context, log logr.Logger, now time.Time) {
 	c := d.ckpt
 	if c == nil {
 		return
 	}
-	c.drain(d.metrics, log)
 	for uid := range c.pubs {
 		if _, ok := d.pods[uid]; !ok {
 			delete(c.pubs, uid)
@@ -243,7 +232,7 @@ func (d *Decider) publishSnapshots(ctx context.Context, log logr.Logger, now tim
 			pub = &publication{rec: st.rec, last: now, prior: d.prior(log, st)}
 			c.pubs[uid] = pub
 		}
-		if st.inFlight || !pub.due(now, c.interval) {
+		if st.phase == phaseInFlight || !pub.due(now, c.interval) {
 			continue
 		}
 		pub.last = now
@@ -261,40 +250,23 @@ func (d *Decider) publishSnapshots(ctx context.Context, log logr.Logger, now tim
 			continue
 		}
 		pub.inFlight = true
-		d.wg.Add(1)
-		go func(ns, name string) {
-			defer d.wg.Done()
+		ns, name := st.ns, st.name
+		c.fx.start(ctx, "", func(ctx context.Context) settleFunc {
 			pctx, cancel := context.WithTimeout(ctx, checkpointReadTimeout)
 			err := c.patch(pctx, ns, name, patch)
 			cancel()
-			if err != nil {
-				err = fmt.Errorf("patching annotation %s: %w", history.SnapshotAnnotation, err)
+			return func(_ context.Context, log logr.Logger) {
+				pub.inFlight = false
+				if err != nil {
+					d.metrics.snapshots.WithLabelValues("error").Inc()
+					log.Error(fmt.Errorf("patching annotation %s: %w", history.SnapshotAnnotation, err), "publishing the learnt history", "pod", ns+"/"+name)
+					return
+				}
+				d.metrics.snapshots.WithLabelValues("ok").Inc()
+				pub.seconds = seconds
+				log.V(1).Info("published the learnt history", "pod", ns+"/"+name, "seconds", round3(seconds))
 			}
-			select {
-			case c.results <- publishResult{pub: pub, pod: ns + "/" + name, seconds: seconds, err: err}:
-			case <-ctx.Done():
-			}
-		}(st.ns, st.name)
-	}
-}
-
-// drain takes in the results of finished publications.
-func (c *checkpoints) drain(m *Metrics, log logr.Logger) {
-	for {
-		select {
-		case r := <-c.results:
-			r.pub.inFlight = false
-			if r.err != nil {
-				m.snapshots.WithLabelValues("error").Inc()
-				log.Error(r.err, "publishing the learnt history", "pod", r.pod)
-				continue
-			}
-			m.snapshots.WithLabelValues("ok").Inc()
-			r.pub.seconds = r.seconds
-			log.V(1).Info("published the learnt history", "pod", r.pod, "seconds", round3(r.seconds))
-		default:
-			return
-		}
+		})
 	}
 }
 
@@ -362,57 +334,47 @@ func priorOf(log logr.Logger, pod *corev1.Pod, cfg recommend.Config) map[string]
 	return out
 }
 
-// checkpointReader reads checkpoint ConfigMaps off the loop goroutine and
-// keeps each for checkpointTTL. Safe for concurrent use.
+// checkpointReader reads checkpoint ConfigMaps as effects (effects.go)
+// and keeps each for checkpointTTL. Loop only.
 type checkpointReader struct {
 	read func(ctx context.Context, ns, name string) (map[string]string, error)
 	now  func() time.Time
 	ttl  time.Duration
+	fx   *executor
 
-	mu      sync.Mutex
 	entries map[string]*readCheckpoint
 }
 
 type readCheckpoint struct {
-	data    map[string]string
-	err     error
-	at      time.Time
-	reading bool
+	data map[string]string
+	err  error
+	at   time.Time
 }
 
 // get returns, with ok, the checkpoint's data (nil if it does not exist)
 // or the error reading it, if it was read within the TTL. Otherwise it
-// starts reading it in the background and returns ok false; a later call
-// has the answer.
+// starts reading it (unless a read runs) and returns ok false; once the
+// loop has taken the read in, a later call has the answer.
 func (r *checkpointReader) get(ctx context.Context, ns, name string) (data map[string]string, ok bool, err error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	k := ns + "/" + name
-	e := r.entries[k]
-	if e != nil && e.reading {
-		return nil, false, nil
-	}
 	now := r.now()
-	if e != nil && now.Sub(e.at) < r.ttl {
+	if e := r.entries[k]; e != nil && now.Sub(e.at) < r.ttl {
 		return e.data, true, e.err
 	}
 	for k, e := range r.entries {
-		if !e.reading && now.Sub(e.at) >= r.ttl {
+		if now.Sub(e.at) >= r.ttl {
 			delete(r.entries, k)
 		}
 	}
-	e = &readCheckpoint{reading: true}
-	r.entries[k] = e
-	go func() {
+	r.fx.start(ctx, "checkpoint/"+k, func(ctx context.Context) settleFunc {
 		rctx, cancel := context.WithTimeout(ctx, checkpointReadTimeout)
 		data, err := r.read(rctx, ns, name)
 		cancel()
 		if err != nil {
 			err = fmt.Errorf("reading checkpoint %s: %w", k, err)
 		}
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		e.data, e.err, e.at, e.reading = data, err, r.now(), false
-	}()
+		e := &readCheckpoint{data: data, err: err, at: r.now()}
+		return func(context.Context, logr.Logger) { r.entries[k] = e }
+	})
 	return nil, false, nil
 }

@@ -34,9 +34,9 @@ const conditionPatchTimeout = 10 * time.Second
 
 // setNamespaceCondition writes the pod's ConditionNamespaceLimited when it
 // differs from what the pod shows (and from what the agent last wrote, the
-// informer lagging behind a write), on its own goroutine (Wait joins it);
-// False is written only over a True. A write that fails is logged and
-// tried again at the next change.
+// informer lagging behind a write), as an effect (effects.go); False is
+// written only over a True. A write that fails is logged and tried again
+// the next time the condition is set.
 func (d *Decider) setNamespaceCondition(ctx context.Context, log logr.Logger, st *podState, pod *corev1.Pod, c podCondition) {
 	if d.cfg.ResizeClient == nil || d.cfg.DryRun || st.nsCondition == c {
 		return
@@ -64,15 +64,21 @@ func (d *Decider) setNamespaceCondition(ctx context.Context, log logr.Logger, st
 		return
 	}
 	st.nsCondition = c
-	d.wg.Add(1)
-	go func(ns, name string) {
-		defer d.wg.Done()
+	ns, name := st.ns, st.name
+	d.fx.start(ctx, "", func(ctx context.Context) settleFunc {
 		pctx, cancel := context.WithTimeout(ctx, conditionPatchTimeout)
 		defer cancel()
-		if _, err := d.cfg.ResizeClient.PatchPod(pctx, ns, name, types.StrategicMergePatchType, body, metav1.PatchOptions{}, "status"); err != nil {
-			log.Error(err, "writing the pod's condition", "pod", ns+"/"+name, "condition", string(ConditionNamespaceLimited), "reason", c.reason)
+		_, err := d.cfg.ResizeClient.PatchPod(pctx, ns, name, types.StrategicMergePatchType, body, metav1.PatchOptions{}, "status")
+		if err == nil {
+			return nil
 		}
-	}(st.ns, st.name)
+		return func(_ context.Context, log logr.Logger) {
+			log.Error(err, "writing the pod's condition", "pod", ns+"/"+name, "condition", string(ConditionNamespaceLimited), "reason", c.reason)
+			if st.nsCondition == c {
+				st.nsCondition = podCondition{}
+			}
+		}
+	})
 }
 
 // conditionPatch is the strategic merge patch of the pod's status that sets

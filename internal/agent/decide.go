@@ -67,15 +67,17 @@ type DeciderConfig struct {
 
 // Decider is the agent's decision step: an Observer that feeds every sample
 // of a container under a SnugPolicy to internal/recommend, plans each
-// resizing decision with internal/resize against the node's room, hands it
-// to the actuation queue (actuation.go: internal/actuate, one resize in
-// flight per pod) and feeds the outcome back. Create it with Agent.Decide
-// before Run.
+// resizing decision with internal/resize against the node's room, sends it
+// as an effect (effects.go; actuation.go: internal/actuate, one resize in
+// flight per pod) and feeds the outcome back. Each pod's progress through
+// this is an explicit phase (phase.go). Create it with Agent.Decide before
+// Run.
 //
 // Observe, PassDone and Settle run on the agent's loop goroutine and own
-// the recommender state; the queue's jobs run on their own goroutines and
-// leave their results in the queue's inbox, which only the loop goroutine
-// takes in. Views (for the JSON API) are safe for concurrent use.
+// the recommender state and each pod's phase (phase.go); side effects run
+// through the executor (effects.go), whose results only the loop
+// goroutine takes in. Views (for the JSON API) are safe for concurrent
+// use.
 type Decider struct {
 	cfg     DeciderConfig
 	clock   clock.WithTicker
@@ -86,12 +88,10 @@ type Decider struct {
 	binds        *bindings
 	listPolicies func(ns string) []*v1alpha1.SnugPolicy
 
-	// queue sends resizes; nil when the decider never patches.
-	queue *actuationQueue
-
-	// wg counts the goroutines of checkpoint publications, condition
-	// writes and quota reads.
-	wg sync.WaitGroup
+	// sender sends resizes; nil when the decider never patches.
+	sender *sender
+	// fx runs every side effect off the loop and joins them (Wait).
+	fx *executor
 
 	// Loop-only.
 	pods map[types.UID]*podState
@@ -101,8 +101,9 @@ type Decider struct {
 
 	ckpt *checkpoints // nil unless UseCheckpoints
 
-	// quotas are the reads of namespaces' ResourceQuotas (namespace.go).
-	quotas *quotaReads
+	// quotas are the fresh reads of namespaces' ResourceQuotas
+	// (namespace.go). Loop only.
+	quotas map[string]quotaRead
 }
 
 // podState is the recommender state of one pod under one policy.
@@ -127,6 +128,9 @@ type podState struct {
 	// uncontrolled is the policy's status.uncontrolledResources: resources
 	// an HPA scales the target on, which the agent never changes.
 	uncontrolled []corev1.ResourceName
+	// phase is where the pod stands in the agent's work (phase.go); it
+	// changes only through fire.
+	phase podPhase
 	// yields is set while the policy yields to a VerticalPodAutoscaler
 	// (policy.YieldsToVPA): the pod is learnt but never changed.
 	yields bool
@@ -136,20 +140,15 @@ type podState struct {
 	deferral      *deferral
 
 	containers map[string]*containerState
-	// wanted is set when a container's decision of this pass resizes;
-	// decidedAt is the time of the earliest such sample.
-	wanted    bool
+	// decidedAt is the time of the earliest sample whose decision made
+	// the pod Wanted.
 	decidedAt time.Time
-	inFlight  bool
 	resizes   []ResizeJSON
 	// refused is the last patch the API server refused, not sent again
 	// unchanged; an applied resize clears it.
 	refused *refusedPatch
 	// nsCondition is the ConditionNamespaceLimited last written.
 	nsCondition podCondition
-	// awaitQuota: a grow waits for a read of the namespace's quotas
-	// (takeQuotas plans it).
-	awaitQuota bool
 	// pendingReason and pendingSince are the pod's pending resize as its
 	// metric shows it (observePending).
 	pendingReason string
@@ -195,41 +194,33 @@ func (a *Agent) Decide(cfg DeciderConfig) (*Decider, error) {
 		cfg: cfg, clock: a.clock, metrics: a.metrics, binds: a.binds, listPolicies: cfg.Policies.List,
 		pods:   map[types.UID]*podState{},
 		views:  map[key]*viewState{},
-		quotas: newQuotaReads(),
+		fx:     newExecutor(),
+		quotas: map[string]quotaRead{},
 	}
 	if err := cfg.Policies.OnChange(a.binds.policiesChanged); err != nil {
 		return nil, fmt.Errorf("configuring the decider: %w", err)
 	}
 	if cfg.ResizeClient != nil && !cfg.DryRun {
 		act := &actuate.Actuator{Client: cfg.ResizeClient, Source: cacheSource{feed: &a.feed, pods: cfg.Pods}, Clock: a.clock}
-		d.queue = newActuationQueue(act, cfg.ResizeTimeout, a.clock)
+		d.sender = &sender{act: act, timeout: cfg.ResizeTimeout, clock: a.clock}
 	}
 	a.cfg.Observer = d
 	a.decider = d
 	return d, nil
 }
 
-// Wait waits for the resizes and checkpoint publications in flight to
-// finish (they end with their context).
-func (d *Decider) Wait() {
-	if d.queue != nil {
-		d.queue.wait()
-	}
-	d.wg.Wait()
-}
+// Wait waits for every side effect started (resizes, reads, writes) to
+// end; they end with their context.
+func (d *Decider) Wait() { d.fx.wait() }
 
-// Settled implements Settler: it fires when finished resizes wait to be
-// taken in (never when the decider does not patch).
-func (d *Decider) Settled() <-chan struct{} {
-	if d.queue == nil {
-		return nil
-	}
-	return d.queue.ready
-}
+// Settled implements Settler: it fires when the results of side effects
+// wait to be taken in.
+func (d *Decider) Settled() <-chan struct{} { return d.fx.ready }
 
-// Settle implements Settler: it takes in the outcomes of finished resizes
-// (recommender feedback, metrics, events, the JSON view) on the loop
-// goroutine, between passes, so they need not wait for the next pass.
+// Settle implements Settler: it takes in the results of side effects (a
+// resize's outcome: recommender feedback, metrics, events, the JSON view;
+// a read of quotas or of a checkpoint) on the loop goroutine, between
+// passes, so they need not wait for the next pass.
 func (d *Decider) Settle(ctx context.Context) {
 	d.drain(ctx, logr.FromContextOrDiscard(ctx))
 }
@@ -326,10 +317,10 @@ func (d *Decider) Observe(ctx context.Context, ref ContainerRef, p Point) {
 			log.V(v).Info("decision", "decision", dec.String(), "policy", st.policy, "updateMode", st.mode, "dryRun", d.cfg.DryRun, "containerMode", containerModeString(cs.rules))
 		}
 		if !cs.rules.Off {
-			if !st.wanted || p.Time.Before(st.decidedAt) {
+			wanted := st.phase == phaseWanted
+			if st.fire(evWish) && (!wanted || p.Time.Before(st.decidedAt)) {
 				st.decidedAt = p.Time
 			}
-			st.wanted = true
 		}
 	}
 	d.updateView(k, st, cs, p.Time)
@@ -420,14 +411,20 @@ func (d *Decider) containerLog(ctx context.Context, pod *corev1.Pod, container s
 func (d *Decider) podStateFor(ctx context.Context, pod *corev1.Pod, pol *v1alpha1.SnugPolicy) *podState {
 	st := d.pods[pod.UID]
 	if st != nil && st.policyUID == pol.UID && st.policyGen == pol.Generation {
-		if st.rec == nil {
+		if st.phase == phaseUnusable {
 			return nil
 		}
 		return st
 	}
+	phase := phaseIdle
 	if st != nil {
 		// Another policy, or a new generation: its series start afresh.
 		d.metrics.forgetPod(st.ns, st.name)
+		if st.phase == phaseInFlight {
+			// The resize sent under the old one is still out: its
+			// outcome ends the new state's InFlight.
+			phase = phaseInFlight
+		}
 	}
 	cfg, opts, err := policy.Behavior(d.cfg.Recommend, pol)
 	var rec *recommend.Pod
@@ -438,13 +435,13 @@ func (d *Decider) podStateFor(ctx context.Context, pod *corev1.Pod, pol *v1alpha
 		logr.FromContextOrDiscard(ctx).Error(err, "using policy", "pod", pod.Namespace+"/"+pod.Name, "policy", pol.Namespace+"/"+pol.Name)
 		// Kept (with no recommender) so the error is logged once per
 		// policy generation, not every second.
-		d.pods[pod.UID] = &podState{ns: pod.Namespace, name: pod.Name, uid: pod.UID, policyUID: pol.UID, policyGen: pol.Generation}
+		d.pods[pod.UID] = &podState{ns: pod.Namespace, name: pod.Name, uid: pod.UID, policyUID: pol.UID, policyGen: pol.Generation, phase: phaseUnusable}
 		return nil
 	}
 	st = &podState{
 		ns: pod.Namespace, name: pod.Name, uid: pod.UID,
 		policy: pol.Namespace + "/" + pol.Name, policyUID: pol.UID, policyGen: pol.Generation, mode: policy.UpdateMode(pol),
-		ignoreOOM: policy.IgnoresOOMKills(pol), rec: rec, opts: opts,
+		phase: phase, ignoreOOM: policy.IgnoresOOMKills(pol), rec: rec, opts: opts,
 		containers: map[string]*containerState{}, deferredRules: policy.DeferredOf(pol),
 		uncontrolled: slices.Clone(pol.Status.UncontrolledResources),
 	}
@@ -500,9 +497,9 @@ func containerModeString(r containerRules) string {
 	return string(v1alpha1.ContainerScalingModeAuto)
 }
 
-// PassDone implements PassObserver: it takes in the outcomes of finished
-// resizes, forgets pods that are gone, and plans and sends one resize per
-// pod whose containers asked for one in this pass.
+// PassDone implements PassObserver: it takes in the results of finished
+// side effects, forgets pods that are gone, and plans and sends one resize
+// per Wanted pod (its containers asked for one in this pass).
 func (d *Decider) PassDone(ctx context.Context) {
 	log := logr.FromContextOrDiscard(ctx)
 	d.binds.sweep()
@@ -516,28 +513,29 @@ func (d *Decider) PassDone(ctx context.Context) {
 			d.metrics.forgetPod(st.ns, st.name)
 			continue
 		}
-		if st.rec == nil {
+		if st.phase == phaseUnusable {
 			continue
 		}
 		d.observePending(st, pod)
 		if d.handleDeferred(ctx, log, st, pod, now) {
-			st.wanted = false // the fit is in flight; decide again after it
+			continue // the fit is in flight; decide again after it
+		}
+		if st.phase != phaseWanted {
 			continue
 		}
-		if !st.wanted {
+		if !st.actuates() || d.sender == nil {
+			st.fire(evHold)
 			continue
 		}
-		st.wanted = false
-		if st.inFlight || !st.actuates() || d.queue == nil {
-			continue
-		}
-		d.plan(ctx, log, st, pod, now)
+		st.fire(d.plan(ctx, log, st, pod, now))
 	}
 	d.publishSnapshots(ctx, log, now)
 }
 
-// plan plans the pod's wished resize and sends it.
-func (d *Decider) plan(ctx context.Context, log logr.Logger, st *podState, pod *corev1.Pod, now time.Time) {
+// plan plans the pod's wished resize and sends it. It returns the event
+// that moves the pod on: evSent, evAwaitQuota (reading the namespace's
+// quotas first) or evHold.
+func (d *Decider) plan(ctx context.Context, log logr.Logger, st *podState, pod *corev1.Pod, now time.Time) podEvent {
 	log = log.WithValues("pod", st.ns+"/"+st.name)
 	var wish resize.Wish
 	usage := map[string]resize.Usage{}
@@ -569,7 +567,7 @@ func (d *Decider) plan(ctx context.Context, log logr.Logger, st *podState, pod *
 		wish.Containers = append(wish.Containers, resize.ContainerWish{Name: name, Target: t, Policy: &pol})
 	}
 	if len(wish.Containers) == 0 {
-		return
+		return evHold
 	}
 	in := resize.Input{Pod: pod, Usage: usage, Wish: wish, Options: st.opts}
 	if node, err := d.cfg.Node(); err == nil && node != nil {
@@ -604,14 +602,14 @@ func (d *Decider) plan(ctx context.Context, log logr.Logger, st *podState, pod *
 				log.Info("no room in the namespace", "err", err.Error(), "wanted", strings.Join(why, "; "))
 				d.event(pod, corev1.EventTypeWarning, ReasonNamespaceFull, "snug planned no resize: "+err.Error())
 				d.setNamespaceCondition(ctx, log, st, pod, podCondition{corev1.ConditionTrue, ReasonNamespaceFull, ref.Error()})
-				return
+				return evHold
 			}
 		}
 		st.rec.Feedback(now, recommend.Feedback{Outcome: o})
 		d.metrics.outcomes.WithLabelValues(st.ns, policyName(st.policy), "Refused").Inc()
 		log.Info("resize refused by the planner", "err", err.Error(), "wanted", strings.Join(why, "; "))
 		d.event(pod, corev1.EventTypeWarning, ReasonResizeRefused, "snug planned no resize: "+err.Error())
-		return
+		return evHold
 	}
 	if plan.NoOp() {
 		// Everything was cut back to what the pod has (no room on the
@@ -619,13 +617,12 @@ func (d *Decider) plan(ctx context.Context, log logr.Logger, st *podState, pod *
 		st.rec.Feedback(now, recommend.Feedback{Outcome: resize.Deferred, Caps: currentCaps(pod, wish)})
 		d.metrics.outcomes.WithLabelValues(st.ns, policyName(st.policy), "NoOp").Inc()
 		log.V(1).Info("resize planned to nothing", "notes", notes(plan))
-		return
+		return evHold
 	}
 	if !quotasKnown && planGrows(pod, plan) {
 		// A grow: read the namespace's quotas first, then plan again.
-		st.awaitQuota = true
 		d.readQuotas(ctx, pod.Namespace)
-		return
+		return evAwaitQuota
 	}
 	if st.refused != nil && now.Before(st.refused.until) && bytes.Equal(plan.Patch, st.refused.patch) {
 		// The API server refused this very patch (a quota full by other
@@ -634,7 +631,7 @@ func (d *Decider) plan(ctx context.Context, log logr.Logger, st *podState, pod *
 		st.rec.Feedback(now, recommend.Feedback{Outcome: resize.Deferred, Caps: currentCaps(pod, wish), CapBy: "Refused"})
 		d.metrics.outcomes.WithLabelValues(st.ns, policyName(st.policy), "NoOp").Inc()
 		log.V(1).Info("the API server refused this resize before; not sending it again", "plan", planSummary(pod, plan), "refusal", st.refused.message)
-		return
+		return evHold
 	}
 	job := sendJob{
 		uid: pod.UID, pod: pod, policy: policyName(st.policy), patch: plan.Patch, want: plan.Containers, decidedAt: st.decidedAt, plan: plan,
@@ -646,26 +643,35 @@ func (d *Decider) plan(ctx context.Context, log logr.Logger, st *podState, pod *
 	if caps := namespaceCaps(plan); caps != nil {
 		job.caps, job.namespaceCapped = mergeCaps(job.caps, caps), true
 	}
-	if !d.queue.submit(ctx, job) {
-		// Cannot happen while st.inFlight mirrors the queue; decide again.
+	if !d.send(ctx, job) {
+		// A resize sent under the pod's earlier policy is still out;
+		// decide again after it.
 		log.V(1).Info("a resize of the pod is still being actuated; not sending", "plan", job.summary)
-		return
+		return evHold
 	}
 	st.rec.Sent(now)
-	st.inFlight = true
 	d.metrics.resizesLastHour.Observe(float64(st.rec.ResizesInLastHour(now)))
 	log.Info("resizing", "plan", job.summary, "notes", notes(plan), "predicted", plan.Predicted.String())
+	return evSent
 }
 
-// drain takes in the results of finished resizes, on the loop goroutine.
+// send hands job to the executor, keyed by its pod so that a pod has one
+// resize out at a time; its outcome is taken in by finish. It reports
+// whether the job started.
+func (d *Decider) send(ctx context.Context, job sendJob) bool {
+	return d.fx.start(ctx, "resize/"+string(job.uid), func(ctx context.Context) settleFunc {
+		r := d.sender.run(ctx, job)
+		return func(ctx context.Context, log logr.Logger) { d.finish(ctx, log, r) }
+	})
+}
+
+// drain takes in the results of finished side effects, on the loop
+// goroutine, and forgets stale quota reads.
 func (d *Decider) drain(ctx context.Context, log logr.Logger) {
-	if d.queue == nil {
-		return
+	for _, settle := range d.fx.take() {
+		settle(ctx, log)
 	}
-	for _, r := range d.queue.take() {
-		d.finish(ctx, log, r)
-	}
-	d.takeQuotas(ctx, log)
+	d.expireQuotas(d.clock.Now())
 }
 
 func (d *Decider) finish(ctx context.Context, log logr.Logger, r sendResult) {
@@ -708,10 +714,10 @@ func (d *Decider) finish(ctx context.Context, log logr.Logger, r sendResult) {
 		d.event(pod, corev1.EventTypeWarning, ReasonResizeRefused, fmt.Sprintf("snug's resize %s: %s", r.job.summary, msg))
 	}
 	st := d.pods[r.job.uid]
-	if st == nil || st.rec == nil {
+	if st == nil || st.phase == phaseUnusable {
 		return
 	}
-	st.inFlight = false
+	st.fire(evSettled)
 	// A deferred action is no decision of the recommender's: it sees the
 	// result in the actual resources.
 	if r.job.deferred == "" {
@@ -734,7 +740,7 @@ func (d *Decider) finish(ctx context.Context, log logr.Logger, r sendResult) {
 		// Not sent again unchanged for the longest backoff; the quotas
 		// are read again before the next grow.
 		st.refused = &refusedPatch{patch: r.job.patch, message: rj.Message, until: now.Add(d.cfg.Recommend.BackoffMax)}
-		delete(d.quotas.cache, st.ns)
+		delete(d.quotas, st.ns)
 	case r.outcome == resize.Applied:
 		st.refused = nil
 		cur, err := d.podOf(st.uid, st.ns, st.name)

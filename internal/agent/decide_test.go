@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -278,67 +279,54 @@ func throttled(at time.Time, limitMillis int64) Point {
 // TestDeciderGrowsAThrottledContainer drives the decision step with
 // throttled samples and checks the resize it sends and what it reports.
 func TestDeciderGrowsAThrottledContainer(t *testing.T) {
-	ctx := context.Background()
-	pod := testPod("p", map[string]string{"app": "load"}, rl("50m", "64Mi"), rl("100m", "128Mi"))
-	a, d, fk := newTestDecider(t, false, []*corev1.Pod{pod}, selectorPolicy("pol", v1alpha1.UpdateModeInPlace))
-	now := time.Now()
-	d.Observe(ctx, refOf(pod), throttled(now, 100))
-	d.PassDone(ctx)
-	select {
-	case <-fk.sent:
-	case <-time.After(10 * time.Second):
-		t.Fatal("no resize sent after a fully throttled second")
-	}
-	// Wait for the outcome to come back to the loop.
-	deadline := time.Now().Add(10 * time.Second)
-	var v *AutoscaleJSON
-	for time.Now().Before(deadline) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		pod := testPod("p", map[string]string{"app": "load"}, rl("50m", "64Mi"), rl("100m", "128Mi"))
+		a, d, fk := newTestDecider(t, false, []*corev1.Pod{pod}, selectorPolicy("pol", v1alpha1.UpdateModeInPlace))
+		now := time.Now()
+		d.Observe(ctx, refOf(pod), throttled(now, 100))
 		d.PassDone(ctx)
-		if v = d.View(pod.UID, "app"); v != nil && len(v.Resizes) == 1 {
-			break
+		waitSent(t, fk, "no resize sent after a fully throttled second")
+		// The outcome comes back to the loop.
+		v := waitResizes(t, d, pod, 1)
+		r := v.Resizes[0]
+		if r.Outcome != "Applied" {
+			t.Errorf("outcome %s, want Applied", r.Outcome)
 		}
-		time.Sleep(time.Millisecond)
-	}
-	if v == nil || len(v.Resizes) != 1 {
-		t.Fatalf("view %+v, want one resize", v)
-	}
-	r := v.Resizes[0]
-	if r.Outcome != "Applied" {
-		t.Errorf("outcome %s, want Applied", r.Outcome)
-	}
-	// A fully throttled second is censored: limit x5, request with it.
-	want := ResourcesJSON{CPURequestMillicores: 250, CPULimitMillicores: 500}
-	if diff := cmp.Diff(want, ResourcesJSON{CPURequestMillicores: r.Containers["app"].CPURequestMillicores, CPULimitMillicores: r.Containers["app"].CPULimitMillicores}); diff != "" {
-		t.Errorf("new cpu (-want +got):\n%s", diff)
-	}
-	if r.DecidedAt != now {
-		t.Errorf("decidedAt %v, want the sample's time %v", r.DecidedAt, now)
-	}
-	if n := metricValue(t, d.metrics, "snug_agent_resize_outcomes_total", "ns", "pol", "Applied"); n != 1 {
-		t.Errorf("snug_agent_resize_outcomes_total{namespace=ns,policy=pol,outcome=Applied} %v, want 1", n)
-	}
-	if c := metricValue(t, d.metrics, "snug_agent_container_cpu_request_cores", "ns", "p", "app", "pol"); c != 0.05 {
-		t.Errorf("snug_agent_container_cpu_request_cores %v, want the actual 0.05 when sampled", c)
-	}
-	if v.Policy != "ns/pol" || v.LastChange == nil || v.LastChange.CPU.Action != "Grow" || v.LastChange.CPU.Why != "Throttled" {
-		t.Errorf("view %+v: want policy ns/pol and a last change cpu Grow Throttled", v)
-	}
-	stored, _ := corelisters.NewPodLister(fk.store).Pods("ns").Get("p")
-	if q := stored.Status.QOSClass; q != corev1.PodQOSBurstable {
-		t.Errorf("qos %s", q)
-	}
-	// The JSON API carries the view.
-	a.mu.Lock()
-	a.tracked[key{pod.UID, "app"}] = &tracked{ref: refOf(pod), ring: newRing(2)}
-	a.tracked[key{pod.UID, "app"}].ring.push(throttled(now, 100))
-	a.mu.Unlock()
-	cs := a.Containers(Query{})
-	if len(cs) != 1 {
-		t.Fatalf("containers %d", len(cs))
-	}
-	if got := a.decider.View(cs[0].PodUID, cs[0].Container); got == nil || got.Recommendation == nil {
-		t.Errorf("no recommendation in the view")
-	}
+		// A fully throttled second is censored: limit x5, request with it.
+		want := ResourcesJSON{CPURequestMillicores: 250, CPULimitMillicores: 500}
+		if diff := cmp.Diff(want, ResourcesJSON{CPURequestMillicores: r.Containers["app"].CPURequestMillicores, CPULimitMillicores: r.Containers["app"].CPULimitMillicores}); diff != "" {
+			t.Errorf("new cpu (-want +got):\n%s", diff)
+		}
+		if r.DecidedAt != now {
+			t.Errorf("decidedAt %v, want the sample's time %v", r.DecidedAt, now)
+		}
+		if n := metricValue(t, d.metrics, "snug_agent_resize_outcomes_total", "ns", "pol", "Applied"); n != 1 {
+			t.Errorf("snug_agent_resize_outcomes_total{namespace=ns,policy=pol,outcome=Applied} %v, want 1", n)
+		}
+		if c := metricValue(t, d.metrics, "snug_agent_container_cpu_request_cores", "ns", "p", "app", "pol"); c != 0.05 {
+			t.Errorf("snug_agent_container_cpu_request_cores %v, want the actual 0.05 when sampled", c)
+		}
+		if v.Policy != "ns/pol" || v.LastChange == nil || v.LastChange.CPU.Action != "Grow" || v.LastChange.CPU.Why != "Throttled" {
+			t.Errorf("view %+v: want policy ns/pol and a last change cpu Grow Throttled", v)
+		}
+		stored, _ := corelisters.NewPodLister(fk.store).Pods("ns").Get("p")
+		if q := stored.Status.QOSClass; q != corev1.PodQOSBurstable {
+			t.Errorf("qos %s", q)
+		}
+		// The JSON API carries the view.
+		a.mu.Lock()
+		a.tracked[key{pod.UID, "app"}] = &tracked{ref: refOf(pod), ring: newRing(2)}
+		a.tracked[key{pod.UID, "app"}].ring.push(throttled(now, 100))
+		a.mu.Unlock()
+		cs := a.Containers(Query{})
+		if len(cs) != 1 {
+			t.Fatalf("containers %d", len(cs))
+		}
+		if got := a.decider.View(cs[0].PodUID, cs[0].Container); got == nil || got.Recommendation == nil {
+			t.Errorf("no recommendation in the view")
+		}
+	})
 }
 
 // TestDeciderLeavesAlone covers what must never be patched: a BestEffort
@@ -412,38 +400,36 @@ func TestDeciderRefusedPlanIsNotSent(t *testing.T) {
 // TestDeciderGrowsMemoryAfterOOMRestart: a container that comes back with a
 // new ID and lastState OOMKilled grows memory on its next sample.
 func TestDeciderGrowsMemoryAfterOOMRestart(t *testing.T) {
-	ctx := context.Background()
-	pod := testPod("p", map[string]string{"app": "load"}, rl("50m", "64Mi"), rl("100m", "128Mi"))
-	_, d, fk := newTestDecider(t, false, []*corev1.Pod{pod}, selectorPolicy("pol", v1alpha1.UpdateModeInPlace))
-	now := time.Now()
-	idle := func(at time.Time) Point {
-		return Point{Signals: cgroup.Signals{Time: at, HasRate: true, IntervalSeconds: 1, CPUUsageMillicores: 5, CPULimitMillicores: 100,
-			MemoryWorkingSetBytes: 8 << 20, MemoryLimited: true, MemoryHeadroomBytes: 120 << 20, MemoryHeadroomFraction: 0.94}, MemoryLimitBytes: 128 << 20}
-	}
-	d.Observe(ctx, refOf(pod), idle(now))
-	d.PassDone(ctx)
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		pod := testPod("p", map[string]string{"app": "load"}, rl("50m", "64Mi"), rl("100m", "128Mi"))
+		_, d, fk := newTestDecider(t, false, []*corev1.Pod{pod}, selectorPolicy("pol", v1alpha1.UpdateModeInPlace))
+		now := time.Now()
+		idle := func(at time.Time) Point {
+			return Point{Signals: cgroup.Signals{Time: at, HasRate: true, IntervalSeconds: 1, CPUUsageMillicores: 5, CPULimitMillicores: 100,
+				MemoryWorkingSetBytes: 8 << 20, MemoryLimited: true, MemoryHeadroomBytes: 120 << 20, MemoryHeadroomFraction: 0.94}, MemoryLimitBytes: 128 << 20}
+		}
+		d.Observe(ctx, refOf(pod), idle(now))
+		d.PassDone(ctx)
 
-	restarted := pod.DeepCopy()
-	restarted.Status.ContainerStatuses[0].ContainerID = "containerd://2"
-	restarted.Status.ContainerStatuses[0].RestartCount = 1
-	restarted.Status.ContainerStatuses[0].LastTerminationState = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "OOMKilled", ExitCode: 137}}
-	if err := fk.store.Update(restarted); err != nil {
-		t.Fatal(err)
-	}
-	d.Observe(ctx, refOf(restarted), idle(now.Add(time.Second)))
-	d.PassDone(ctx)
-	select {
-	case <-fk.sent:
-	case <-time.After(10 * time.Second):
-		t.Fatal("no resize sent after an OOM kill")
-	}
-	v := d.View(pod.UID, "app")
-	if v == nil || v.LastChange == nil || v.LastChange.Memory.Action != "Grow" || v.LastChange.Memory.Why != "OOMKill" {
-		t.Fatalf("last change %+v, want memory Grow OOMKill", v.LastChange)
-	}
-	if got, want := v.LastChange.Memory.Limit, int64(192<<20); got != want {
-		t.Errorf("memory limit %d, want %d (1.5 x 128Mi)", got, want)
-	}
+		restarted := pod.DeepCopy()
+		restarted.Status.ContainerStatuses[0].ContainerID = "containerd://2"
+		restarted.Status.ContainerStatuses[0].RestartCount = 1
+		restarted.Status.ContainerStatuses[0].LastTerminationState = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "OOMKilled", ExitCode: 137}}
+		if err := fk.store.Update(restarted); err != nil {
+			t.Fatal(err)
+		}
+		d.Observe(ctx, refOf(restarted), idle(now.Add(time.Second)))
+		d.PassDone(ctx)
+		waitSent(t, fk, "no resize sent after an OOM kill")
+		v := d.View(pod.UID, "app")
+		if v == nil || v.LastChange == nil || v.LastChange.Memory.Action != "Grow" || v.LastChange.Memory.Why != "OOMKill" {
+			t.Fatalf("last change %+v, want memory Grow OOMKill", v.LastChange)
+		}
+		if got, want := v.LastChange.Memory.Limit, int64(192<<20); got != want {
+			t.Errorf("memory limit %d, want %d (1.5 x 128Mi)", got, want)
+		}
+	})
 }
 
 // TestObservePending: a pod's PodResizePending condition (Deferred or

@@ -304,7 +304,7 @@ func (df deferral) view() *DeferredJSON {
 
 // handleDeferred applies behavior.deferred to a pod whose resize the
 // kubelet Deferred. It runs on the loop goroutine, once a pass, and reports
-// whether it sent a resize (which is then the pod's one in flight).
+// whether it sent a resize (the pod is then InFlight).
 func (d *Decider) handleDeferred(ctx context.Context, log logr.Logger, st *podState, pod *corev1.Pod, now time.Time) bool {
 	since, ok := policy.DeferredSince(pod)
 	if !ok {
@@ -316,7 +316,7 @@ func (d *Decider) handleDeferred(ctx context.Context, log logr.Logger, st *podSt
 	}
 	df := st.deferral
 	df.rules = st.deferredRules
-	if !st.actuates() || d.queue == nil || st.inFlight {
+	if !st.actuates() || d.sender == nil || st.phase == phaseInFlight {
 		return false
 	}
 	log = log.WithValues("pod", st.ns+"/"+st.name)
@@ -372,10 +372,10 @@ func (d *Decider) handleDeferred(ctx context.Context, log logr.Logger, st *podSt
 	}
 	summary += ")"
 	job := sendJob{uid: pod.UID, pod: pod, policy: policyName(st.policy), patch: fit.patch, want: specPlans(fit.spec), decidedAt: now, deferred: action, spec: fit.spec, summary: summary}
-	if !d.queue.submit(ctx, job) {
+	if !d.send(ctx, job) {
 		return false
 	}
-	st.inFlight = true
+	st.fire(evSent)
 	log.Info("fitting a deferred resize to the node", "plan", summary)
 	return true
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -217,55 +218,41 @@ func fillerPod(cpu string) *corev1.Pod {
 func TestDeciderFitsADeferredResize(t *testing.T) {
 	for _, action := range []v1alpha1.DeferredAction{v1alpha1.DeferredActionFitToNode, v1alpha1.DeferredActionWait} {
 		t.Run(string(action), func(t *testing.T) {
-			ctx := context.Background()
-			now := time.Now()
-			pod := deferredPod("p", now, rl("700m", "128Mi"), rl("700m", "128Mi"), rl("250m", "128Mi"), rl("250m", "128Mi"))
-			pol := selectorPolicy("pol", v1alpha1.UpdateModeInPlace)
-			pol.Spec.Behavior = &v1alpha1.Behavior{Deferred: &v1alpha1.DeferredBehavior{Action: action, AfterSeconds: ptr[int32](30)}}
-			_, d, fk := newTestDecider(t, false, []*corev1.Pod{pod, fillerPod("1350m")}, pol)
-			d.Observe(ctx, refOf(pod), idlePoint(now))
-			d.PassDone(ctx)
-			if action == v1alpha1.DeferredActionWait {
-				d.Wait()
-				if len(fk.patches) != 0 {
-					t.Errorf("sent %d patches under Wait, want none", len(fk.patches))
-				}
-				d.Observe(ctx, refOf(pod), idlePoint(now.Add(time.Second)))
-				v := d.View(pod.UID, "app")
-				if v == nil || v.Deferred == nil || v.Deferred.Action != "Wait" || !v.Deferred.Since.Equal(now.Add(-time.Minute)) {
-					t.Errorf("view %+v, want the deferral reported with action Wait", v)
-				}
-				return
-			}
-			select {
-			case <-fk.sent:
-			case <-time.After(10 * time.Second):
-				t.Fatal("no resize sent for a resize deferred for a minute")
-			}
-			deadline := time.Now().Add(10 * time.Second)
-			var v *AutoscaleJSON
-			for time.Now().Before(deadline) {
+			synctest.Test(t, func(t *testing.T) {
+				ctx := context.Background()
+				now := time.Now()
+				pod := deferredPod("p", now, rl("700m", "128Mi"), rl("700m", "128Mi"), rl("250m", "128Mi"), rl("250m", "128Mi"))
+				pol := selectorPolicy("pol", v1alpha1.UpdateModeInPlace)
+				pol.Spec.Behavior = &v1alpha1.Behavior{Deferred: &v1alpha1.DeferredBehavior{Action: action, AfterSeconds: ptr[int32](30)}}
+				_, d, fk := newTestDecider(t, false, []*corev1.Pod{pod, fillerPod("1350m")}, pol)
+				d.Observe(ctx, refOf(pod), idlePoint(now))
 				d.PassDone(ctx)
-				d.Observe(ctx, refOf(pod), idlePoint(now.Add(time.Second)))
-				if v = d.View(pod.UID, "app"); v != nil && len(v.Resizes) == 1 {
-					break
+				if action == v1alpha1.DeferredActionWait {
+					d.Wait()
+					if len(fk.patches) != 0 {
+						t.Errorf("sent %d patches under Wait, want none", len(fk.patches))
+					}
+					d.Observe(ctx, refOf(pod), idlePoint(now.Add(time.Second)))
+					v := d.View(pod.UID, "app")
+					if v == nil || v.Deferred == nil || v.Deferred.Action != "Wait" || !v.Deferred.Since.Equal(now.Add(-time.Minute)) {
+						t.Errorf("view %+v, want the deferral reported with action Wait", v)
+					}
+					return
 				}
-				time.Sleep(time.Millisecond)
-			}
-			if v == nil || len(v.Resizes) != 1 {
-				t.Fatalf("view %+v, want one resize", v)
-			}
-			r := v.Resizes[0]
-			if r.Outcome != "Applied" || r.Deferred != "FitToNode" || r.Containers["app"].CPURequestMillicores != 650 {
-				t.Errorf("resize %+v, want FitToNode applied at 650m", r)
-			}
-			stored, _ := corelisters.NewPodLister(fk.store).Pods("ns").Get("p")
-			if got := stored.Spec.Containers[0].Resources.Limits[corev1.ResourceCPU]; got.MilliValue() != 650 {
-				t.Errorf("spec cpu limit %s, want 650m", got.String())
-			}
-			if !strings.Contains(r.Plan, "cpu 700m/700m -> 650m/650m") {
-				t.Errorf("plan %q", r.Plan)
-			}
+				waitSent(t, fk, "no resize sent for a resize deferred for a minute")
+				v := waitResizes(t, d, pod, 1)
+				r := v.Resizes[0]
+				if r.Outcome != "Applied" || r.Deferred != "FitToNode" || r.Containers["app"].CPURequestMillicores != 650 {
+					t.Errorf("resize %+v, want FitToNode applied at 650m", r)
+				}
+				stored, _ := corelisters.NewPodLister(fk.store).Pods("ns").Get("p")
+				if got := stored.Spec.Containers[0].Resources.Limits[corev1.ResourceCPU]; got.MilliValue() != 650 {
+					t.Errorf("spec cpu limit %s, want 650m", got.String())
+				}
+				if !strings.Contains(r.Plan, "cpu 700m/700m -> 650m/650m") {
+					t.Errorf("plan %q", r.Plan)
+				}
+			})
 		})
 	}
 }
@@ -275,34 +262,32 @@ func TestDeciderFitsADeferredResize(t *testing.T) {
 // resized in cpu, also when the status changes under a running recommender;
 // once the HPA is gone cpu grows again.
 func TestDeciderHonoursUncontrolledResources(t *testing.T) {
-	ctx := context.Background()
-	pod := testPod("p", map[string]string{"app": "load"}, rl("50m", "64Mi"), rl("100m", "128Mi"))
-	pol := selectorPolicy("pol", v1alpha1.UpdateModeInPlace)
-	_, d, fk := newTestDecider(t, false, []*corev1.Pod{pod}, pol)
-	now := time.Now()
-	// Known to the decider before the HPA shows up.
-	d.Observe(ctx, refOf(pod), idlePoint(now))
-	d.PassDone(ctx)
-	pol.Status.UncontrolledResources = []corev1.ResourceName{corev1.ResourceCPU}
-	for i := 1; i <= 5; i++ {
-		d.Observe(ctx, refOf(pod), throttled(now.Add(time.Duration(i)*time.Second), 100))
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		pod := testPod("p", map[string]string{"app": "load"}, rl("50m", "64Mi"), rl("100m", "128Mi"))
+		pol := selectorPolicy("pol", v1alpha1.UpdateModeInPlace)
+		_, d, fk := newTestDecider(t, false, []*corev1.Pod{pod}, pol)
+		now := time.Now()
+		// Known to the decider before the HPA shows up.
+		d.Observe(ctx, refOf(pod), idlePoint(now))
 		d.PassDone(ctx)
-	}
-	d.Wait()
-	if len(fk.patches) != 0 {
-		t.Fatalf("sent %d patches while cpu is uncontrolled: %s", len(fk.patches), fk.patches[0])
-	}
-	v := d.View(pod.UID, "app")
-	if v == nil || v.LastDecision == nil || v.LastDecision.CPU.Why != "NotControlled" {
-		t.Errorf("last decision %+v, want cpu NotControlled", v.LastDecision)
-	}
-	pol.Status.UncontrolledResources = nil
-	d.Observe(ctx, refOf(pod), throttled(now.Add(6*time.Second), 100))
-	d.PassDone(ctx)
-	select {
-	case <-fk.sent:
-	case <-time.After(10 * time.Second):
-		t.Fatal("no cpu grow after the HPA went")
-	}
-	d.Wait()
+		pol.Status.UncontrolledResources = []corev1.ResourceName{corev1.ResourceCPU}
+		for i := 1; i <= 5; i++ {
+			d.Observe(ctx, refOf(pod), throttled(now.Add(time.Duration(i)*time.Second), 100))
+			d.PassDone(ctx)
+		}
+		d.Wait()
+		if len(fk.patches) != 0 {
+			t.Fatalf("sent %d patches while cpu is uncontrolled: %s", len(fk.patches), fk.patches[0])
+		}
+		v := d.View(pod.UID, "app")
+		if v == nil || v.LastDecision == nil || v.LastDecision.CPU.Why != "NotControlled" {
+			t.Errorf("last decision %+v, want cpu NotControlled", v.LastDecision)
+		}
+		pol.Status.UncontrolledResources = nil
+		d.Observe(ctx, refOf(pod), throttled(now.Add(6*time.Second), 100))
+		d.PassDone(ctx)
+		waitSent(t, fk, "no cpu grow after the HPA went")
+		d.Wait()
+	})
 }

@@ -10,9 +10,10 @@
 // covers (matched by internal/policy, bound on informer events): every
 // sample goes through a pure decide step to internal/recommend, every
 // resizing decision is planned by internal/resize against the node's room
-// and handed to the per-pod actuation queue (actuation.go), which sends,
-// waits and reverts through internal/actuate off the loop goroutine; the
-// outcome goes back to the recommender on the loop goroutine.
+// and sent as one of the decider's effects (effects.go, actuation.go),
+// which sends, waits and reverts through internal/actuate off the loop
+// goroutine; the outcome goes back to the recommender on the loop
+// goroutine. Each pod's place in that work is an explicit phase (phase.go).
 // With Decider.UseCheckpoints it also keeps the workload's learnt history
 // (checkpoint.go): it publishes what each covered pod learnt in the pod's
 // snapshot annotation and starts each new container from its policy's

@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -99,20 +98,6 @@ type quotaRead struct {
 	err    error
 }
 
-// quotaReads are the Decider's reads of quotas. cache and reading are the
-// loop's; inbox is filled by the reading goroutines.
-type quotaReads struct {
-	cache   map[string]quotaRead
-	reading map[string]bool
-
-	mu    sync.Mutex
-	inbox []quotaRead
-}
-
-func newQuotaReads() *quotaReads {
-	return &quotaReads{cache: map[string]quotaRead{}, reading: map[string]bool{}}
-}
-
 // namespaceFor returns what the pod's namespace allows as far as the
 // agent knows it, and whether it knows the quotas (a fresh read, or no
 // quota reading configured).
@@ -124,73 +109,52 @@ func (d *Decider) namespaceFor(pod *corev1.Pod, now time.Time) (*resize.Namespac
 	if d.cfg.ListQuotas == nil {
 		return namespaceOf(pod, nil, lrs), true
 	}
-	r, ok := d.quotas.cache[pod.Namespace]
+	r, ok := d.quotas[pod.Namespace]
 	if !ok || now.Sub(r.at) >= quotaFresh {
 		return namespaceOf(pod, nil, lrs), false
 	}
 	return namespaceOf(pod, r.quotas, lrs), true
 }
 
-// readQuotas starts a read of namespace ns's quotas unless one runs; its
-// result wakes the loop (Settled).
+// readQuotas starts a read of namespace ns's quotas unless one runs (the
+// executor's key); tookQuotas takes its result in.
 func (d *Decider) readQuotas(ctx context.Context, ns string) {
-	if d.quotas.reading[ns] {
-		return
-	}
-	d.quotas.reading[ns] = true
-	d.wg.Add(1)
-	go func() {
-		defer d.wg.Done()
+	d.fx.start(ctx, "quotas/"+ns, func(ctx context.Context) settleFunc {
 		rctx, cancel := context.WithTimeout(ctx, quotaReadTimeout)
 		qs, err := d.cfg.ListQuotas(rctx, ns)
 		cancel()
-		d.quotas.mu.Lock()
-		d.quotas.inbox = append(d.quotas.inbox, quotaRead{ns: ns, quotas: qs, at: d.clock.Now(), err: err})
-		d.quotas.mu.Unlock()
-		if d.queue != nil {
-			select {
-			case d.queue.ready <- struct{}{}:
-			default:
-			}
-		}
-	}()
+		r := quotaRead{ns: ns, quotas: qs, at: d.clock.Now(), err: err}
+		return func(ctx context.Context, log logr.Logger) { d.tookQuotas(ctx, log, r) }
+	})
 }
 
-// takeQuotas takes in the finished reads, forgets stale ones, and plans
-// the pods whose grow waited for a read of their namespace. Loop only.
-func (d *Decider) takeQuotas(ctx context.Context, log logr.Logger) {
-	d.quotas.mu.Lock()
-	in := d.quotas.inbox
-	d.quotas.inbox = nil
-	d.quotas.mu.Unlock()
+// tookQuotas keeps a finished read and plans the pods whose grow waited
+// for it (AwaitingQuota). Loop only.
+func (d *Decider) tookQuotas(ctx context.Context, log logr.Logger, r quotaRead) {
+	d.quotas[r.ns] = r
+	if r.err != nil {
+		log.Error(r.err, "planning grows without the namespace's ResourceQuotas", "namespace", r.ns, "for", quotaFresh)
+	}
 	now := d.clock.Now()
-	for ns, r := range d.quotas.cache {
-		if now.Sub(r.at) >= quotaFresh {
-			delete(d.quotas.cache, ns)
-		}
-	}
-	if len(in) == 0 {
-		return
-	}
-	read := map[string]bool{}
-	for _, r := range in {
-		delete(d.quotas.reading, r.ns)
-		d.quotas.cache[r.ns] = r
-		read[r.ns] = true
-		if r.err != nil {
-			log.Error(r.err, "planning grows without the namespace's ResourceQuotas", "namespace", r.ns, "for", quotaFresh)
-		}
-	}
 	for uid, st := range d.pods {
-		if !st.awaitQuota || !read[st.ns] {
+		if st.ns != r.ns || !st.fire(evQuotaRead) {
 			continue
 		}
-		st.awaitQuota = false
 		pod, err := d.podOf(uid, st.ns, st.name)
-		if err != nil || st.rec == nil || st.inFlight || !st.actuates() {
+		if err != nil || !st.actuates() || d.sender == nil {
+			st.fire(evHold)
 			continue
 		}
-		d.plan(ctx, log, st, pod, now)
+		st.fire(d.plan(ctx, log, st, pod, now))
+	}
+}
+
+// expireQuotas forgets the reads older than quotaFresh. Loop only.
+func (d *Decider) expireQuotas(now time.Time) {
+	for ns, r := range d.quotas {
+		if now.Sub(r.at) >= quotaFresh {
+			delete(d.quotas, ns)
+		}
 	}
 }
 

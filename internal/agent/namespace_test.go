@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -51,34 +53,36 @@ func (f *fakeQuotas) count() int {
 	return f.reads
 }
 
+// settleRounds bounds the passes passUntil runs: an effect's result can
+// start another (a resize's outcome writes a condition), a few deep.
+const settleRounds = 5
+
 // passUntil runs passes until cond holds (a read or a resize finishing
-// off the loop), or fails after 10 s.
+// off the loop), each after every effect that can run has ended (the test
+// runs in a synctest bubble); it fails once more passes change nothing.
 func passUntil(t *testing.T, d *Decider, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s after 10s", what)
+	for range settleRounds {
+		if cond() {
+			return
 		}
-		time.Sleep(time.Millisecond)
+		synctest.Wait()
 		d.PassDone(context.Background())
+	}
+	if !cond() {
+		t.Fatalf("no %s once every effect had ended", what)
 	}
 }
 
 // waitResizes runs passes until the pod's view shows n finished resizes.
 func waitResizes(t *testing.T, d *Decider, pod *corev1.Pod, n int) *AutoscaleJSON {
 	t.Helper()
-	ctx := context.Background()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		d.PassDone(ctx)
-		if v := d.View(pod.UID, "app"); v != nil && len(v.Resizes) == n {
-			return v
-		}
-		time.Sleep(time.Millisecond)
-	}
-	t.Fatalf("no %d finished resizes of %s after 10s", n, pod.Name)
-	return nil
+	var v *AutoscaleJSON
+	passUntil(t, d, fmt.Sprintf("%d finished resizes of %s", n, pod.Name), func() bool {
+		v = d.View(pod.UID, "app")
+		return v != nil && len(v.Resizes) == n
+	})
+	return v
 }
 
 // events drains the recorder's events.
@@ -100,134 +104,143 @@ func events(rec *record.FakeRecorder) []string {
 // FittedToNamespace event; the throttled samples after it, with the quota
 // used up, send nothing more and record nothing more.
 func TestDeciderFitsToTheNamespace(t *testing.T) {
-	ctx := context.Background()
-	pod := testPod("p", map[string]string{"app": "load"}, rl("50m", "64Mi"), rl("100m", "128Mi"))
-	_, d, fk := newTestDecider(t, false, []*corev1.Pod{pod}, selectorPolicy("pol", v1alpha1.UpdateModeInPlace))
-	rec := record.NewFakeRecorder(16)
-	d.cfg.Recorder = rec
-	q := &fakeQuotas{hard: "250m", used: "100m"} // 150m of cpu limits left
-	d.cfg.ListQuotas = q.list
-	now := time.Now()
-	d.Observe(ctx, refOf(pod), throttled(now, 100))
-	d.PassDone(ctx)
-	v := waitResizes(t, d, pod, 1)
-	r := v.Resizes[0]
-	// Unfitted it would be 250m/500m (TestDeciderGrowsAThrottledContainer).
-	if got := r.Containers["app"]; r.Outcome != "Applied" || got.CPURequestMillicores != 125 || got.CPULimitMillicores != 250 {
-		t.Errorf("resize %s to cpu %dm/%dm, want Applied at 125m/250m", r.Outcome, got.CPURequestMillicores, got.CPULimitMillicores)
-	}
-	evs := events(rec)
-	if len(evs) != 1 || !strings.HasPrefix(evs[0], "Normal FittedToNamespace ") || !strings.Contains(evs[0], "limits.cpu: 150m left") {
-		t.Errorf("events %q, want one FittedToNamespace naming the quota's room", evs)
-	}
-
-	q.mu.Lock()
-	q.used = "250m"
-	q.mu.Unlock()
-	for i := 1; i <= 5; i++ {
-		d.Observe(ctx, refOf(pod), throttled(now.Add(time.Duration(i)*time.Second), 250))
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		pod := testPod("p", map[string]string{"app": "load"}, rl("50m", "64Mi"), rl("100m", "128Mi"))
+		_, d, fk := newTestDecider(t, false, []*corev1.Pod{pod}, selectorPolicy("pol", v1alpha1.UpdateModeInPlace))
+		rec := record.NewFakeRecorder(16)
+		d.cfg.Recorder = rec
+		q := &fakeQuotas{hard: "250m", used: "100m"} // 150m of cpu limits left
+		d.cfg.ListQuotas = q.list
+		now := time.Now()
+		d.Observe(ctx, refOf(pod), throttled(now, 100))
 		d.PassDone(ctx)
-	}
-	d.Wait()
-	if len(fk.patches) != 1 {
-		t.Errorf("%d patches, want the one fitted", len(fk.patches))
-	}
-	if evs := events(rec); len(evs) != 0 {
-		t.Errorf("events after the fit %q, want none", evs)
-	}
-	checkConditions(t, fk, "True/FittedToNamespace")
-	if n := q.count(); n != 1 {
-		t.Errorf("%d reads of the quotas, want 1 (the grow's; the capped decisions after it plan nothing)", n)
-	}
-	if v := d.View(pod.UID, "app"); v.LastDecision == nil || v.LastDecision.CPU.Why != "Capped" {
-		t.Errorf("last decision %+v, want cpu held Capped", v.LastDecision)
-	}
+		v := waitResizes(t, d, pod, 1)
+		r := v.Resizes[0]
+		// Unfitted it would be 250m/500m (TestDeciderGrowsAThrottledContainer).
+		if got := r.Containers["app"]; r.Outcome != "Applied" || got.CPURequestMillicores != 125 || got.CPULimitMillicores != 250 {
+			t.Errorf("resize %s to cpu %dm/%dm, want Applied at 125m/250m", r.Outcome, got.CPURequestMillicores, got.CPULimitMillicores)
+		}
+		evs := events(rec)
+		if len(evs) != 1 || !strings.HasPrefix(evs[0], "Normal FittedToNamespace ") || !strings.Contains(evs[0], "limits.cpu: 150m left") {
+			t.Errorf("events %q, want one FittedToNamespace naming the quota's room", evs)
+		}
+
+		q.mu.Lock()
+		q.used = "250m"
+		q.mu.Unlock()
+		for i := 1; i <= 5; i++ {
+			d.Observe(ctx, refOf(pod), throttled(now.Add(time.Duration(i)*time.Second), 250))
+			d.PassDone(ctx)
+		}
+		d.Wait()
+		if len(fk.patches) != 1 {
+			t.Errorf("%d patches, want the one fitted", len(fk.patches))
+		}
+		if evs := events(rec); len(evs) != 0 {
+			t.Errorf("events after the fit %q, want none", evs)
+		}
+		checkConditions(t, fk, "True/FittedToNamespace")
+		if n := q.count(); n != 1 {
+			t.Errorf("%d reads of the quotas, want 1 (the grow's; the capped decisions after it plan nothing)", n)
+		}
+		if v := d.View(pod.UID, "app"); v.LastDecision == nil || v.LastDecision.CPU.Why != "Capped" {
+			t.Errorf("last decision %+v, want cpu held Capped", v.LastDecision)
+		}
+	})
 }
 
 // TestDeciderQuotaFull: with no room left in the quota nothing is sent; one
 // NamespaceFull event says why, and the next throttled samples record no
 // more.
 func TestDeciderQuotaFull(t *testing.T) {
-	ctx := context.Background()
-	pod := testPod("p", map[string]string{"app": "load"}, rl("50m", "64Mi"), rl("100m", "128Mi"))
-	_, d, fk := newTestDecider(t, false, []*corev1.Pod{pod}, selectorPolicy("pol", v1alpha1.UpdateModeInPlace))
-	rec := record.NewFakeRecorder(16)
-	d.cfg.Recorder = rec
-	q := &fakeQuotas{hard: "100m", used: "100m"}
-	d.cfg.ListQuotas = q.list
-	now := time.Now()
-	d.Observe(ctx, refOf(pod), throttled(now, 100))
-	d.PassDone(ctx)
-	passUntil(t, d, "NamespaceFull event", func() bool { return len(rec.Events) > 0 })
-	for i := 1; i <= 5; i++ {
-		d.Observe(ctx, refOf(pod), throttled(now.Add(time.Duration(i)*time.Second), 100))
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		pod := testPod("p", map[string]string{"app": "load"}, rl("50m", "64Mi"), rl("100m", "128Mi"))
+		_, d, fk := newTestDecider(t, false, []*corev1.Pod{pod}, selectorPolicy("pol", v1alpha1.UpdateModeInPlace))
+		rec := record.NewFakeRecorder(16)
+		d.cfg.Recorder = rec
+		q := &fakeQuotas{hard: "100m", used: "100m"}
+		d.cfg.ListQuotas = q.list
+		now := time.Now()
+		d.Observe(ctx, refOf(pod), throttled(now, 100))
 		d.PassDone(ctx)
-	}
-	d.Wait()
-	if len(fk.patches) != 0 {
-		t.Errorf("%d patches, want none", len(fk.patches))
-	}
-	evs := events(rec)
-	if len(evs) != 1 || !strings.HasPrefix(evs[0], "Warning NamespaceFull ") || !strings.Contains(evs[0], "no cpu increase fits") {
-		t.Errorf("events %q, want one NamespaceFull", evs)
-	}
-	checkConditions(t, fk, "True/NamespaceFull")
-	if v := d.View(pod.UID, "app"); v.LastDecision == nil || v.LastDecision.CPU.Why != "Capped" {
-		t.Errorf("last decision %+v, want cpu held Capped", v.LastDecision)
-	}
+		passUntil(t, d, "NamespaceFull event", func() bool { return len(rec.Events) > 0 })
+		for i := 1; i <= 5; i++ {
+			d.Observe(ctx, refOf(pod), throttled(now.Add(time.Duration(i)*time.Second), 100))
+			d.PassDone(ctx)
+		}
+		d.Wait()
+		if len(fk.patches) != 0 {
+			t.Errorf("%d patches, want none", len(fk.patches))
+		}
+		evs := events(rec)
+		if len(evs) != 1 || !strings.HasPrefix(evs[0], "Warning NamespaceFull ") || !strings.Contains(evs[0], "no cpu increase fits") {
+			t.Errorf("events %q, want one NamespaceFull", evs)
+		}
+		checkConditions(t, fk, "True/NamespaceFull")
+		if v := d.View(pod.UID, "app"); v.LastDecision == nil || v.LastDecision.CPU.Why != "Capped" {
+			t.Errorf("last decision %+v, want cpu held Capped", v.LastDecision)
+		}
+	})
 }
 
 // TestDeciderRefusedPatchNotRepeated: the API server refuses a resize (a
 // quota the agent did not know of); once the backoff is over, the same
 // plan is not sent again.
 func TestDeciderRefusedPatchNotRepeated(t *testing.T) {
-	ctx := context.Background()
-	pod := testPod("p", map[string]string{"app": "load"}, rl("50m", "64Mi"), rl("100m", "128Mi"))
-	_, d, fk := newTestDecider(t, false, []*corev1.Pod{pod}, selectorPolicy("pol", v1alpha1.UpdateModeInPlace))
-	d.cfg.Recommend.BackoffInitial = time.Millisecond
-	fk.refuse = func(int) error {
-		return apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "p",
-			errors.New("exceeded quota: q, requested: limits.cpu=400m, used: limits.cpu=500m, limited: limits.cpu=600m"))
-	}
-	now := time.Now()
-	d.Observe(ctx, refOf(pod), throttled(now, 100))
-	d.PassDone(ctx)
-	v := waitResizes(t, d, pod, 1)
-	if v.Resizes[0].Outcome != "Rejected" {
-		t.Fatalf("outcome %s, want Rejected", v.Resizes[0].Outcome)
-	}
-	for i := 1; i <= 5; i++ {
-		time.Sleep(2 * time.Millisecond) // past the 1 ms backoff (the recommender reads the clock, not the samples' times)
-		d.Observe(ctx, refOf(pod), throttled(now.Add(time.Duration(i)*time.Second), 100))
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		pod := testPod("p", map[string]string{"app": "load"}, rl("50m", "64Mi"), rl("100m", "128Mi"))
+		_, d, fk := newTestDecider(t, false, []*corev1.Pod{pod}, selectorPolicy("pol", v1alpha1.UpdateModeInPlace))
+		fk.refuse = func(int) error {
+			return apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "p",
+				errors.New("exceeded quota: q, requested: limits.cpu=400m, used: limits.cpu=500m, limited: limits.cpu=600m"))
+		}
+		now := time.Now()
+		d.Observe(ctx, refOf(pod), throttled(now, 100))
 		d.PassDone(ctx)
-	}
-	d.Wait()
-	if len(fk.patches) != 1 {
-		t.Errorf("%d patches, want the refused one only", len(fk.patches))
-	}
-	v = d.View(pod.UID, "app")
-	if v.LastDecision == nil || v.LastDecision.CPU.Why != "Capped" {
-		t.Errorf("last decision %+v, want cpu held Capped after the refusal", v.LastDecision)
-	}
+		v := waitResizes(t, d, pod, 1)
+		if v.Resizes[0].Outcome != "Rejected" {
+			t.Fatalf("outcome %s, want Rejected", v.Resizes[0].Outcome)
+		}
+		for i := 1; i <= 5; i++ {
+			// Past the 5 s backoff, within the 5 min the refused patch is
+			// kept: the bubble's clock moves only by this sleep.
+			time.Sleep(10 * time.Second)
+			d.Observe(ctx, refOf(pod), throttled(time.Now(), 100))
+			d.PassDone(ctx)
+		}
+		d.Wait()
+		if len(fk.patches) != 1 {
+			t.Errorf("%d patches, want the refused one only", len(fk.patches))
+		}
+		v = d.View(pod.UID, "app")
+		if v.LastDecision == nil || v.LastDecision.CPU.Why != "Capped" {
+			t.Errorf("last decision %+v, want cpu held Capped after the refusal", v.LastDecision)
+		}
+	})
 }
 
 // TestDeciderQuotasUnreadable: an API server that does not answer the
 // quota read: the grow goes out unfitted (the API server still judges it)
 // and nothing else changes.
 func TestDeciderQuotasUnreadable(t *testing.T) {
-	ctx := context.Background()
-	pod := testPod("p", map[string]string{"app": "load"}, rl("50m", "64Mi"), rl("100m", "128Mi"))
-	_, d, fk := newTestDecider(t, false, []*corev1.Pod{pod}, selectorPolicy("pol", v1alpha1.UpdateModeInPlace))
-	q := &fakeQuotas{err: errors.New("connection refused")}
-	d.cfg.ListQuotas = q.list
-	d.Observe(ctx, refOf(pod), throttled(time.Now(), 100))
-	d.PassDone(ctx)
-	v := waitResizes(t, d, pod, 1)
-	if got := v.Resizes[0].Containers["app"]; v.Resizes[0].Outcome != "Applied" || got.CPULimitMillicores != 500 {
-		t.Errorf("resize %s to a %dm cpu limit, want Applied at 500m, unfitted", v.Resizes[0].Outcome, got.CPULimitMillicores)
-	}
-	d.Wait()
-	checkConditions(t, fk)
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		pod := testPod("p", map[string]string{"app": "load"}, rl("50m", "64Mi"), rl("100m", "128Mi"))
+		_, d, fk := newTestDecider(t, false, []*corev1.Pod{pod}, selectorPolicy("pol", v1alpha1.UpdateModeInPlace))
+		q := &fakeQuotas{err: errors.New("connection refused")}
+		d.cfg.ListQuotas = q.list
+		d.Observe(ctx, refOf(pod), throttled(time.Now(), 100))
+		d.PassDone(ctx)
+		v := waitResizes(t, d, pod, 1)
+		if got := v.Resizes[0].Containers["app"]; v.Resizes[0].Outcome != "Applied" || got.CPULimitMillicores != 500 {
+			t.Errorf("resize %s to a %dm cpu limit, want Applied at 500m, unfitted", v.Resizes[0].Outcome, got.CPULimitMillicores)
+		}
+		d.Wait()
+		checkConditions(t, fk)
+	})
 }
 
 // checkConditions holds the pods/status patches sent to want, each
