@@ -239,6 +239,81 @@ type ContainerResourcePolicy struct {
 	// +kubebuilder:validation:XValidation:rule="!has(self.cpu) || !isQuantity(string(self.cpu)) || quantity(string(self.cpu)).isGreaterThan(quantity('0'))",message="maxAllowed.cpu must be above zero",fieldPath=".cpu"
 	// +kubebuilder:validation:XValidation:rule="!has(self.memory) || !isQuantity(string(self.memory)) || quantity(string(self.memory)).isGreaterThan(quantity('0'))",message="maxAllowed.memory must be above zero",fieldPath=".memory"
 	MaxAllowed *ResourceAmounts `json:"maxAllowed,omitempty"`
+
+	// startupBoost gives the container more CPU while it starts, in place.
+	// When snug's agent sees the container start (in a new pod, or
+	// restarted), it raises the container's CPU request by the boost (and
+	// its limit with it under RequestsAndLimits, keeping their ratio; a
+	// Guaranteed pod stays Guaranteed), as far as the node has room. It sets
+	// them back to what they were once the container is Ready and
+	// durationSeconds have passed; a container with neither a readiness nor
+	// a startup probe is Ready as it starts, so its boost ends instead once
+	// its CPU use is back within what it had before the boost (or after
+	// durationSeconds, when set). A restarted container is boosted again.
+	// The boost acts under updateMode InPlace and InPlaceOrRecreate, also
+	// for a container whose mode is Off or whose cpu snug does not control,
+	// and may go beyond maxAllowed, as VPA's startupBoost. Memory is never
+	// boosted. When absent, the container is not boosted.
+	// +optional
+	StartupBoost *StartupBoost `json:"startupBoost,omitempty"`
+}
+
+// StartupBoost is the extra a container gets while it starts.
+type StartupBoost struct {
+	// cpu is the CPU boost.
+	// +required
+	CPU CPUStartupBoost `json:"cpu"`
+}
+
+// CPUBoostType says how a CPU boost is given.
+//
+// +kubebuilder:validation:Enum=Factor;Quantity
+type CPUBoostType string
+
+const (
+	// CPUBoostFactor multiplies the container's CPU request by factor.
+	CPUBoostFactor CPUBoostType = "Factor"
+	// CPUBoostQuantity adds quantity to the container's CPU request.
+	CPUBoostQuantity CPUBoostType = "Quantity"
+)
+
+// CPUStartupBoost is a container's CPU boost while it starts, in the form
+// of VPA's startupBoost.cpu.
+//
+// +kubebuilder:validation:XValidation:rule="self.type != 'Factor' || (has(self.factor) && !has(self.quantity))",message="type Factor needs factor and no quantity"
+// +kubebuilder:validation:XValidation:rule="self.type != 'Quantity' || (has(self.quantity) && !has(self.factor))",message="type Quantity needs quantity and no factor"
+type CPUStartupBoost struct {
+	// type is Factor to multiply the CPU request by factor, or Quantity to
+	// add quantity to it.
+	// +required
+	Type CPUBoostType `json:"type"`
+
+	// factor is what the CPU request is multiplied by while the container
+	// starts, with type Factor: 2 doubles it; 1 gives no boost (a container
+	// that the "*" entry's boost should not reach).
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	Factor *int32 `json:"factor,omitempty"`
+
+	// quantity is the CPU added to the request while the container starts,
+	// with type Quantity, such as 500m or 2.
+	// +optional
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="!isQuantity(string(self)) || quantity(string(self)).isGreaterThan(quantity('0'))",message="quantity must be above zero"
+	Quantity *resource.Quantity `json:"quantity,omitempty"`
+
+	// durationSeconds is how long the boost lasts after the container is
+	// Ready; for a container with neither a readiness nor a startup probe,
+	// the longest it lasts. With 0 the boost ends as the container is Ready
+	// (or, without probes, when its CPU use is back within what it had
+	// before the boost, within 10 minutes). Defaults to 0.
+	// +optional
+	// +kubebuilder:default=0
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=3600
+	DurationSeconds *int32 `json:"durationSeconds,omitempty"`
 }
 
 // ResourceAmounts is an amount of cpu, of memory, or of both. It has the

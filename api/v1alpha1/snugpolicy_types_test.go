@@ -35,6 +35,8 @@ func full() *SnugPolicy {
 				ControlledValues:    ContainerControlledValuesRequestsOnly,
 				MinAllowed:          &ResourceAmounts{CPU: ptr.To(resource.MustParse("100m")), Memory: ptr.To(resource.MustParse("64Mi"))},
 				MaxAllowed:          &ResourceAmounts{CPU: ptr.To(resource.MustParse("2")), Memory: ptr.To(resource.MustParse("2Gi"))},
+				StartupBoost: &StartupBoost{CPU: CPUStartupBoost{Type: CPUBoostFactor, Factor: ptr.To[int32](3),
+					Quantity: ptr.To(resource.MustParse("1")), DurationSeconds: ptr.To[int32](10)}},
 			}}},
 			Behavior: &Behavior{
 				ScaleUp: &ScaleUpBehavior{

@@ -176,6 +176,10 @@ type containerState struct {
 	// cpuRequest and memRequest are the container's series of its actual
 	// requests (made once, so a sample sets them without hashing labels).
 	cpuRequest, memRequest prometheus.Gauge
+	// boostRule is the container policy's startupBoost, nil for none;
+	// boost the container's boost, if it had one (boost.go).
+	boostRule *policy.Boost
+	boost     *boostState
 }
 
 // Decide makes the agent's Decider and installs it as the Observer. Call it
@@ -286,6 +290,12 @@ func (d *Decider) Observe(ctx context.Context, ref ContainerRef, p Point) {
 	actual := actualResources(pod, ref.Container, status)
 	cs.cpuRequest.Set(float64(actual.CPURequestMillis) / 1000)
 	cs.memRequest.Set(float64(actual.MemRequestBytes))
+	observeBoost(cs, p)
+	if cs.boost.boosted() {
+		// The boost owns the CPU while it lasts: its samples are neither
+		// learnt nor decided on (boost.go).
+		p.HasRate = false
+	}
 	dec := decide(cs, ref.ContainerID, p, actual, oom)
 	if st.admitted && cs.samples <= d.cfg.Recommend.WarmupSamples {
 		dec = holdBaseline(dec)
@@ -478,6 +488,9 @@ func (d *Decider) containerStateFor(ctx context.Context, pod *corev1.Pod, pol *v
 			"created at its template's size although workload history exists (the admission webhook did not size it: down, disabled or opted out); "+then)
 	}
 	cs := &containerState{rc: rc, rules: rules, qos: ref.QOSClass}
+	if b, ok := policy.BoostOf(policy.ContainerPolicy(pol, ref.Container)); ok {
+		cs.boostRule = &b
+	}
 	l := prometheus.Labels{"namespace": pod.Namespace, "pod": pod.Name, "container": ref.Container, "policy": pol.Name}
 	cs.cpuRequest, cs.memRequest = d.metrics.cpuRequest.With(l), d.metrics.memoryRequest.With(l)
 	st.containers[ref.Container] = cs
@@ -517,6 +530,9 @@ func (d *Decider) PassDone(ctx context.Context) {
 			continue
 		}
 		d.observePending(st, pod)
+		if d.handleBoost(ctx, log, st, pod, now) {
+			continue // the boost's resize is in flight; decide again after it
+		}
 		if d.handleDeferred(ctx, log, st, pod, now) {
 			continue // the fit is in flight; decide again after it
 		}
@@ -552,7 +568,7 @@ func (d *Decider) plan(ctx context.Context, log logr.Logger, st *podState, pod *
 			continue
 		}
 		t := corev1.ResourceList{}
-		if c := cs.last.CPU; c.Action != recommend.Hold {
+		if c := cs.last.CPU; c.Action != recommend.Hold && !cs.boost.boosted() {
 			t[corev1.ResourceCPU] = *resource.NewMilliQuantity(c.Request, resource.DecimalSI)
 			why = append(why, fmt.Sprintf("%s cpu %s: %s", name, c.Action, c.Reason))
 		}
@@ -684,6 +700,7 @@ func (d *Decider) finish(ctx context.Context, log logr.Logger, r sendResult) {
 		DecisionToPatchSeconds: r.patchedAt.Sub(r.job.decidedAt).Seconds(),
 		Containers:             r.job.targets(),
 		Deferred:               r.job.deferred,
+		StartupBoost:           r.job.boost,
 	}
 	if r.outcome == resize.Applied {
 		at := r.finishedAt
@@ -692,6 +709,8 @@ func (d *Decider) finish(ctx context.Context, log logr.Logger, r sendResult) {
 		d.metrics.appliedLatency.Observe(rj.DecisionToAppliedSeconds)
 		log.Info("resized", "plan", r.job.summary, "decisionToPatchSeconds", round3(rj.DecisionToPatchSeconds), "decisionToAppliedSeconds", round3(rj.DecisionToAppliedSeconds))
 		switch {
+		case r.job.boost != "":
+			// finishBoost records it.
 		case r.job.deferred != "":
 			d.event(pod, corev1.EventTypeNormal, ReasonFittedToNode, fmt.Sprintf("snug fitted a deferred resize to the node: %s, applied in %.1fs", r.job.summary, rj.DecisionToAppliedSeconds))
 		case r.job.namespaceCapped:
@@ -718,9 +737,12 @@ func (d *Decider) finish(ctx context.Context, log logr.Logger, r sendResult) {
 		return
 	}
 	st.fire(evSettled)
-	// A deferred action is no decision of the recommender's: it sees the
-	// result in the actual resources.
-	if r.job.deferred == "" {
+	if r.job.boost != "" {
+		d.finishBoost(st, r, r.outcome == resize.Applied)
+	}
+	// A deferred action or a boost is no decision of the recommender's: it
+	// sees the result in the actual resources.
+	if r.job.deferred == "" && r.job.boost == "" {
 		fb := recommend.Feedback{Outcome: r.outcome, Caps: r.job.caps}
 		if r.outcome == resize.Unknown {
 			fb.Outcome = resize.Timeout
@@ -736,7 +758,7 @@ func (d *Decider) finish(ctx context.Context, log logr.Logger, r sendResult) {
 		}
 	}
 	switch {
-	case r.outcome == resize.Rejected && r.job.deferred == "":
+	case r.outcome == resize.Rejected && r.job.deferred == "" && r.job.boost == "":
 		// Not sent again unchanged for the longest backoff; the quotas
 		// are read again before the next grow.
 		st.refused = &refusedPatch{patch: r.job.patch, message: rj.Message, until: now.Add(d.cfg.Recommend.BackoffMax)}
@@ -748,7 +770,7 @@ func (d *Decider) finish(ctx context.Context, log logr.Logger, r sendResult) {
 		case err != nil:
 		case r.job.namespaceCapped:
 			d.setNamespaceCondition(ctx, log, st, cur, podCondition{corev1.ConditionTrue, ReasonFittedToNamespace, namespaceNotes(r.job.plan)})
-		case r.job.deferred == "":
+		case r.job.deferred == "" && r.job.boost == "":
 			d.setNamespaceCondition(ctx, log, st, cur, podCondition{corev1.ConditionFalse, reasonFits, "the last resize fitted the namespace whole"})
 		}
 	}

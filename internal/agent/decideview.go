@@ -38,6 +38,8 @@ type AutoscaleJSON struct {
 	Deferred *DeferredJSON `json:"deferred,omitempty"`
 	// Seed is the workload history the container started from, if any.
 	Seed *SeedJSON `json:"seed,omitempty"`
+	// StartupBoost is the container's startup boost, if it had one.
+	StartupBoost *BoostJSON `json:"startupBoost,omitempty"`
 }
 
 // RecommendationJSON is a recommend.Recommendation.
@@ -96,6 +98,9 @@ type ResizeJSON struct {
 	// action on a Deferred resize: FitToNode (lowered to the node's room)
 	// or Revert (nothing fitted; back to the actual resources).
 	Deferred string `json:"deferred,omitempty"`
+	// StartupBoost is set when the resize started (Boost) or ended
+	// (Unboost) a startup boost.
+	StartupBoost string `json:"startupBoost,omitempty"`
 }
 
 // ResourcesJSON are a container's requests and limits, in millicores and
@@ -152,6 +157,8 @@ type viewState struct {
 	deferred        bool
 	seed            SeedJSON
 	seeded          bool
+	boost           boostState
+	hasBoost        bool
 }
 
 // updateView copies a container's state into its view. Loop goroutine
@@ -166,6 +173,9 @@ func (d *Decider) updateView(k key, st *podState, cs *containerState, now time.T
 	}
 	if st.deferral != nil {
 		v.deferral, v.deferred = *st.deferral, true
+	}
+	if cs.boost != nil {
+		v.boost, v.hasBoost = *cs.boost, true
 	}
 	if d.ckpt != nil {
 		v.seed, v.seeded = d.ckpt.seeds[k]
@@ -226,6 +236,9 @@ func (d *Decider) View(uid types.UID, container string) *AutoscaleJSON {
 	if v.seeded {
 		s := v.seed
 		out.Seed = &s
+	}
+	if v.hasBoost {
+		out.StartupBoost = v.boost.view()
 	}
 	return out
 }

@@ -30,4 +30,7 @@ const (
 	// learnt history (the admission webhook was down, off, or the pod opted
 	// out); the agent sizes it from the history instead (once per pod).
 	ReasonNotSizedAtAdmission = "NotSizedAtAdmission"
+	// ReasonStartupBoost: a container's startup boost was applied or ended
+	// (Normal), or none could be given (Warning: nothing fitted).
+	ReasonStartupBoost = "StartupBoost"
 )

@@ -141,10 +141,57 @@ func Convert(v *VerticalPodAutoscaler) (*v1alpha1.SnugPolicy, []Note, error) {
 		}
 		note(fmt.Sprintf("spec.recommenders[%d]", i), "recommender %q not used: snug has one recommender, in its node agent, tuned through spec.behavior", r.Name)
 	}
-	if v.Spec.StartupBoost != nil {
-		note("spec.startupBoost", "not supported: snug sizes a new pod from the workload's learnt history and grows a throttled container at once (behavior.scaleUp.cpuThrottledPercent)")
+	if sb := startupBoost(v.Spec.StartupBoost, "spec.startupBoost", note); sb != nil {
+		// snug's boost is per container: the pod's goes to every entry
+		// without one of its own, and to "*".
+		if p.Spec.ResourcePolicy == nil {
+			p.Spec.ResourcePolicy = &v1alpha1.PodResourcePolicy{}
+		}
+		cps := p.Spec.ResourcePolicy.ContainerPolicies
+		star := false
+		for i := range cps {
+			star = star || cps[i].ContainerName == "*"
+			if cps[i].StartupBoost == nil {
+				cps[i].StartupBoost = sb.DeepCopy()
+			}
+		}
+		if !star {
+			p.Spec.ResourcePolicy.ContainerPolicies = append(cps, v1alpha1.ContainerResourcePolicy{ContainerName: "*", StartupBoost: sb})
+		}
 	}
 	return p, notes, nil
+}
+
+// startupBoost is a VPA startupBoost as snug's, noting how snug gives it;
+// nil (noted) when it gives no boost.
+func startupBoost(b *VPAStartupBoost, field string, note func(field, format string, a ...any)) *v1alpha1.StartupBoost {
+	if b == nil || b.CPU == nil {
+		return nil
+	}
+	c := b.CPU
+	out := &v1alpha1.StartupBoost{CPU: v1alpha1.CPUStartupBoost{Type: v1alpha1.CPUBoostType(c.Type)}}
+	switch c.Type {
+	case string(v1alpha1.CPUBoostFactor):
+		if c.Factor == nil || *c.Factor < 1 {
+			note(field, "type Factor without a factor of 1 or more; dropped (VPA gives no boost either)")
+			return nil
+		}
+		out.CPU.Factor = ptr.To(*c.Factor)
+	case string(v1alpha1.CPUBoostQuantity):
+		if c.Quantity == nil || c.Quantity.Sign() <= 0 {
+			note(field, "type Quantity without a quantity above zero; dropped (VPA gives no boost either)")
+			return nil
+		}
+		out.CPU.Quantity = ptr.To(c.Quantity.DeepCopy())
+	default:
+		note(field, "type %q is not one snug knows; dropped (VPA gives no boost for it either)", c.Type)
+		return nil
+	}
+	if c.DurationSeconds != nil {
+		out.CPU.DurationSeconds = ptr.To(*c.DurationSeconds)
+	}
+	note(field, "snug boosts in place as the container starts, from its actual cpu (VPA: at admission, from its recommendation), and ends the boost once it is Ready and durationSeconds later; a restarted container is boosted again")
+	return out
 }
 
 func convertUpdatePolicy(v *VerticalPodAutoscaler, p *v1alpha1.SnugPolicy, note func(field, format string, a ...any)) {
@@ -258,9 +305,7 @@ func convertResourcePolicy(v *VerticalPodAutoscaler, p *v1alpha1.SnugPolicy, not
 		if c.MemoryAggregationIntervalSeconds != nil || c.MemoryAggregationIntervalCount != nil {
 			note(field+".memoryAggregationInterval*", "not mapped: snug's recommender keeps its own memory peaks, per sample (behavior.memoryHeadroomPercent over the peak working set)")
 		}
-		if c.StartupBoost != nil {
-			note(field+".startupBoost", "not supported: snug grows a throttled container at once (behavior.scaleUp.cpuThrottledPercent)")
-		}
+		cp.StartupBoost = startupBoost(c.StartupBoost, field+".startupBoost", note)
 		out.ContainerPolicies = append(out.ContainerPolicies, cp)
 	}
 	if len(out.ContainerPolicies) > 0 {

@@ -176,7 +176,8 @@ func TestConvert(t *testing.T) {
 			vpa: vpa(vpaContainers(VPAContainerPolicy{ContainerName: "app", OOMBumpUpRatio: q("1.5"), OOMMinBumpUp: q("100Mi"),
 				MemoryAggregationIntervalSeconds: ptr.To[int32](3600), MemoryAggregationIntervalCount: ptr.To[int64](8),
 				StartupBoost: &VPAStartupBoost{CPU: &VPAGenericStartupBoost{Type: "Factor", Factor: ptr.To[int32](2)}}})),
-			want: policy(containers(v1alpha1.ContainerResourcePolicy{ContainerName: "app"})),
+			want: policy(containers(v1alpha1.ContainerResourcePolicy{ContainerName: "app",
+				StartupBoost: &v1alpha1.StartupBoost{CPU: v1alpha1.CPUStartupBoost{Type: v1alpha1.CPUBoostFactor, Factor: ptr.To[int32](2)}}})),
 			noted: []string{"spec.resourcePolicy.containerPolicies[0].oomBumpUpRatio/oomMinBumpUp",
 				"spec.resourcePolicy.containerPolicies[0].memoryAggregationInterval*",
 				"spec.resourcePolicy.containerPolicies[0].startupBoost"}},
@@ -185,6 +186,24 @@ func TestConvert(t *testing.T) {
 		{name: "startupBoost",
 			vpa: vpa(func(v *VerticalPodAutoscaler) {
 				v.Spec.StartupBoost = &VPAStartupBoost{CPU: &VPAGenericStartupBoost{Type: "Quantity", Quantity: q("2"), DurationSeconds: ptr.To[int32](30)}}
+			}),
+			want: policy(containers(v1alpha1.ContainerResourcePolicy{ContainerName: "*",
+				StartupBoost: &v1alpha1.StartupBoost{CPU: v1alpha1.CPUStartupBoost{Type: v1alpha1.CPUBoostQuantity, Quantity: q("2"), DurationSeconds: ptr.To[int32](30)}}})),
+			noted: []string{"spec.startupBoost"}},
+		{name: "the pod's startupBoost goes to the containers without their own",
+			vpa: vpa(vpaContainers(VPAContainerPolicy{ContainerName: "app"},
+				VPAContainerPolicy{ContainerName: "side", StartupBoost: &VPAStartupBoost{CPU: &VPAGenericStartupBoost{Type: "Factor", Factor: ptr.To[int32](1)}}}),
+				func(v *VerticalPodAutoscaler) {
+					v.Spec.StartupBoost = &VPAStartupBoost{CPU: &VPAGenericStartupBoost{Type: "Factor", Factor: ptr.To[int32](3)}}
+				}),
+			want: policy(containers(
+				v1alpha1.ContainerResourcePolicy{ContainerName: "app", StartupBoost: &v1alpha1.StartupBoost{CPU: v1alpha1.CPUStartupBoost{Type: v1alpha1.CPUBoostFactor, Factor: ptr.To[int32](3)}}},
+				v1alpha1.ContainerResourcePolicy{ContainerName: "side", StartupBoost: &v1alpha1.StartupBoost{CPU: v1alpha1.CPUStartupBoost{Type: v1alpha1.CPUBoostFactor, Factor: ptr.To[int32](1)}}},
+				v1alpha1.ContainerResourcePolicy{ContainerName: "*", StartupBoost: &v1alpha1.StartupBoost{CPU: v1alpha1.CPUStartupBoost{Type: v1alpha1.CPUBoostFactor, Factor: ptr.To[int32](3)}}})),
+			noted: []string{"spec.resourcePolicy.containerPolicies[1].startupBoost", "spec.startupBoost"}},
+		{name: "a startupBoost of an unknown type is dropped",
+			vpa: vpa(func(v *VerticalPodAutoscaler) {
+				v.Spec.StartupBoost = &VPAStartupBoost{CPU: &VPAGenericStartupBoost{Type: "Percent"}}
 			}),
 			want: policy(), noted: []string{"spec.startupBoost"}},
 	}
