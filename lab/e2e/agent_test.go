@@ -22,6 +22,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/snug-dev/snug/internal/agent"
 	"github.com/snug-dev/snug/internal/cgroup"
@@ -342,6 +343,9 @@ type loadPod struct {
 	labels                                     map[string]string
 	cpuRequest, cpuLimit, memRequest, memLimit string
 	args, command                              []string
+	// readyz gives the container a readiness probe on snug-load's
+	// GET /readyz every second (its HTTP endpoint on :8080).
+	readyz bool
 }
 
 func createLoadPod(t *testing.T, ns string, lp loadPod) string {
@@ -378,6 +382,14 @@ func createLoadPod(t *testing.T, ns string, lp loadPod) string {
 	}
 	if lp.command != nil {
 		pod.Spec.Containers[0].Args = nil
+	}
+	if lp.readyz {
+		c := &pod.Spec.Containers[0]
+		c.Args = append(c.Args, "--listen=:8080")
+		c.ReadinessProbe = &corev1.Probe{
+			ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/readyz", Port: intstr.FromInt32(8080)}},
+			PeriodSeconds: 1, FailureThreshold: 1,
+		}
 	}
 	if lp.node != "" {
 		pod.Spec.NodeSelector = map[string]string{corev1.LabelHostname: lp.node}

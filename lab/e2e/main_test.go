@@ -50,6 +50,14 @@ func run(m *testing.M) int {
 	}
 	labOpts.LoadBinary = filepath.Join(bin, "snug-load")
 	ctx := context.Background()
+	// One e2e run per lab: a second one would take the first one's lab
+	// down under its tests (lab.Lock).
+	release, err := lab.Lock(labOpts)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: %v\n", err)
+		return 1
+	}
+	defer release()
 	reuse := os.Getenv("SNUG_E2E_REUSE") == "1"
 	if !reuse {
 		if err := lab.Down(ctx, labOpts, os.Stdout); err != nil {
@@ -58,7 +66,7 @@ func run(m *testing.M) int {
 		}
 	}
 	start := time.Now()
-	err := lab.Up(ctx, labOpts, os.Stdout)
+	err = lab.Up(ctx, labOpts, os.Stdout)
 	switch {
 	case errors.Is(err, lab.ErrAlreadyUp) && reuse:
 		fmt.Println("e2e: reusing the lab that is up")

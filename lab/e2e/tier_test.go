@@ -72,6 +72,7 @@ var tiers = map[string]string{
 	"TestCgroupsReadableAsNonRoot":     tierCore,
 	"TestAgentInCluster":               tierCore,
 	"TestNamespaceQuota":               tierCore,
+	"TestStartupBoost":                 tierCore,
 	"TestResizeApplied":                tierCore,
 	"TestResizeDeferredTimeoutDeleted": tierCore,
 	"TestResizeInfeasibleOrRejected":   tierCore,

@@ -55,6 +55,21 @@ func Handler(g *Generator) http.Handler {
 	return mux
 }
 
+// withReadyz serves GET /readyz for a readiness probe: 503 until the
+// start-up is done, 200 after; everything else goes to h.
+func withReadyz(h http.Handler, s *Startup) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		if !s.Ready() {
+			http.Error(w, "starting up", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	mux.Handle("/", h)
+	return mux
+}
+
 func writeStatus(w http.ResponseWriter, t Targets) {
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(statusOf(t))

@@ -30,18 +30,24 @@ type Options struct {
 	Listen string
 	// Marker, if set, is a file Run writes "started <unix seconds>" to.
 	Marker string
+	// StartupWork is CPU time burnt on StartupThreads before the load
+	// starts (a CPU-bound start-up); GET /readyz answers 503 until it is
+	// done, 200 after.
+	StartupWork    time.Duration
+	StartupThreads int
 }
 
 // NewOptions returns the defaults: idle, /control polled every 50 ms,
 // HTTP on :8080, no marker.
 func NewOptions() Options {
 	return Options{
-		CPU:          "0",
-		Memory:       "0",
-		Cache:        "0",
-		ControlDir:   "/control",
-		PollInterval: 50 * time.Millisecond,
-		Listen:       ":8080",
+		CPU:            "0",
+		Memory:         "0",
+		Cache:          "0",
+		ControlDir:     "/control",
+		PollInterval:   50 * time.Millisecond,
+		Listen:         ":8080",
+		StartupThreads: 4,
 	}
 }
 
@@ -56,6 +62,8 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.PollInterval, "poll-interval", o.PollInterval, "how often to read the control directory")
 	fs.StringVar(&o.Listen, "listen", o.Listen, "HTTP address for GET / and PUT|POST /?cpu=..&memory=..; empty disables")
 	fs.StringVar(&o.Marker, "marker", o.Marker, "file to write 'started <unix time>' to at start")
+	fs.DurationVar(&o.StartupWork, "startup-work", o.StartupWork, "CPU time to burn before the load starts, a CPU-bound start-up (GET /readyz is 503 until it is done)")
+	fs.IntVar(&o.StartupThreads, "startup-threads", o.StartupThreads, "threads the start-up work is spread over")
 }
 
 // Validate checks o.
@@ -79,6 +87,9 @@ func (o *Options) initial() (Targets, error) {
 	if o.PollInterval <= 0 {
 		return Targets{}, errors.New("--poll-interval must be positive")
 	}
+	if o.StartupWork < 0 || o.StartupThreads < 1 {
+		return Targets{}, errors.New("--startup-work must not be negative and --startup-threads must be at least 1")
+	}
 	return u.Apply(Targets{}), nil
 }
 
@@ -100,14 +111,14 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 	cache := &Cache{Dir: o.CacheDir}
 	defer cache.SetBytes(0)
 	g := NewGenerator(burner, &Memory{}, cache, stdout)
-	g.Start(initial)
+	startup := &Startup{Work: o.StartupWork, Threads: o.StartupThreads}
 
 	if o.Listen != "" {
 		ln, err := net.Listen("tcp", o.Listen)
 		if err != nil {
 			return fmt.Errorf("listening: %w", err)
 		}
-		srv := &http.Server{Handler: Handler(g), ReadHeaderTimeout: 5 * time.Second}
+		srv := &http.Server{Handler: withReadyz(Handler(g), startup), ReadHeaderTimeout: 5 * time.Second}
 		go func() {
 			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				fmt.Fprintf(stderr, "serving http: %v\n", err)
@@ -119,6 +130,16 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 			_ = srv.Shutdown(sctx)
 		}()
 	}
+
+	if o.StartupWork > 0 {
+		began := time.Now()
+		startup.Run(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		fmt.Fprintf(stdout, "started up: %v of CPU on %d threads in %.2fs\n", o.StartupWork, startup.Threads, time.Since(began).Seconds())
+	}
+	g.Start(initial)
 
 	tick := time.NewTicker(o.PollInterval)
 	defer tick.Stop()

@@ -3,10 +3,13 @@ package loadgen
 import (
 	"bytes"
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -115,5 +118,40 @@ func TestWriteMarker(t *testing.T) {
 	entries, _ := os.ReadDir(filepath.Dir(p))
 	if len(entries) != 1 {
 		t.Errorf("left %d files behind", len(entries))
+	}
+}
+
+// TestStartupBurnsItsWork: the start-up burns its CPU time on its threads
+// (by the thread CPU clock), /readyz is 503 until it is done and 200
+// after, and a start-up cut short by its context is never Ready.
+func TestStartupBurnsItsWork(t *testing.T) {
+	s := &Startup{Work: 200 * time.Millisecond, Threads: 2}
+	h := withReadyz(http.NotFoundHandler(), s)
+	code := func() int {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
+		return rec.Code
+	}
+	if c := code(); c != http.StatusServiceUnavailable {
+		t.Fatalf("/readyz before the start-up: %d, want 503", c)
+	}
+	var before, after syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &before)
+	s.Run(context.Background())
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &after)
+	used := time.Duration(after.Utime.Nano()+after.Stime.Nano()-before.Utime.Nano()-before.Stime.Nano()) * time.Nanosecond
+	t.Logf("start-up used %v of CPU", used)
+	if used < s.Work {
+		t.Errorf("start-up used %v of CPU, want at least its %v", used, s.Work)
+	}
+	if c := code(); c != http.StatusOK {
+		t.Errorf("/readyz after the start-up: %d, want 200", c)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	cut := &Startup{Work: time.Hour, Threads: 1}
+	cut.Run(ctx)
+	if cut.Ready() {
+		t.Error("a start-up cut short is Ready")
 	}
 }
