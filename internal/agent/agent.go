@@ -189,6 +189,9 @@ type Agent struct {
 
 	// decider is the decision step, if Decide installed one.
 	decider *Decider
+	// podHook is the decider, for the pod informer's goroutine: Decide may
+	// run after the informer started.
+	podHook atomic.Pointer[Decider]
 	// feed tells resizes waiting on a pod (actuation.go) that the pod
 	// source delivered a new version of it.
 	feed podFeed
@@ -231,6 +234,9 @@ func (a *Agent) Metrics() *Metrics { return a.metrics }
 func (a *Agent) UpsertPod(pod *corev1.Pod) {
 	a.feed.changed(pod.UID)
 	a.binds.podChanged(pod)
+	if d := a.podHook.Load(); d != nil {
+		d.podUpdated(pod.UID)
+	}
 	refs := runningContainers(pod)
 	a.podsMu.Lock()
 	defer a.podsMu.Unlock()

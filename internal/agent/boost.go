@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/snug-dev/snug/internal/policy"
 	"github.com/snug-dev/snug/internal/resize"
@@ -327,8 +328,10 @@ func (d *Decider) finishBoost(st *podState, r sendResult, applied bool) {
 		switch {
 		case was == boostStarting && b.phase == boostActive:
 			b.boostedAt = r.finishedAt
+			d.setBoosting(st.uid, true)
 			d.metrics.boosts.WithLabelValues(st.ns, policyName(st.policy), "boosted").Inc()
 		case was == boostEnding && b.phase == boostOver:
+			d.setBoosting(st.uid, slices.ContainsFunc(slices.Collect(maps.Values(st.containers)), func(cs *containerState) bool { return cs.boost.boosted() }))
 			d.metrics.boosts.WithLabelValues(st.ns, policyName(st.policy), "ended").Inc()
 			if !b.readyAt.IsZero() {
 				// From Ready plus durationSeconds: the delay that is snug's.
@@ -344,6 +347,41 @@ func (d *Decider) finishBoost(st *podState, r sendResult, applied bool) {
 		}
 		d.event(pod, corev1.EventTypeNormal, ReasonStartupBoost, msg)
 	}
+}
+
+// setBoosting notes whether the pod has a container boosted, so that its
+// updates wake the loop (podUpdated). Loop only.
+func (d *Decider) setBoosting(uid types.UID, on bool) {
+	d.boostMu.Lock()
+	defer d.boostMu.Unlock()
+	if on {
+		d.boosting[uid] = true
+	} else {
+		delete(d.boosting, uid)
+	}
+}
+
+// podUpdated is told of each version of a pod the informer delivers, on
+// the informer's goroutine. An update of a pod with a container boosted
+// wakes the loop, which checks the boost's end at once, not at the next
+// pass: the goal is the end applied within 2 s of Ready, and a pass is
+// 1 s.
+func (d *Decider) podUpdated(uid types.UID) {
+	d.boostMu.Lock()
+	on := d.boosting[uid]
+	d.boostMu.Unlock()
+	if !on {
+		return
+	}
+	d.fx.post(func(ctx context.Context, log logr.Logger) {
+		st := d.pods[uid]
+		if st == nil || st.phase == phaseUnusable {
+			return
+		}
+		if pod, err := d.podOf(uid, st.ns, st.name); err == nil {
+			d.handleBoost(ctx, log, st, pod, d.clock.Now())
+		}
+	})
 }
 
 // readySince is when the pod's containers became Ready, by its

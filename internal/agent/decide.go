@@ -104,6 +104,11 @@ type Decider struct {
 	// quotas are the fresh reads of namespaces' ResourceQuotas
 	// (namespace.go). Loop only.
 	quotas map[string]quotaRead
+
+	// boosting are the pods with a container boosted (boost.go): the
+	// loop keeps it, the pod informer's goroutine reads it (podUpdated).
+	boostMu  sync.Mutex
+	boosting map[types.UID]bool
 }
 
 // podState is the recommender state of one pod under one policy.
@@ -198,8 +203,9 @@ func (a *Agent) Decide(cfg DeciderConfig) (*Decider, error) {
 		cfg: cfg, clock: a.clock, metrics: a.metrics, binds: a.binds, listPolicies: cfg.Policies.List,
 		pods:   map[types.UID]*podState{},
 		views:  map[key]*viewState{},
-		fx:     newExecutor(),
-		quotas: map[string]quotaRead{},
+		fx:       newExecutor(),
+		quotas:   map[string]quotaRead{},
+		boosting: map[types.UID]bool{},
 	}
 	if err := cfg.Policies.OnChange(a.binds.policiesChanged); err != nil {
 		return nil, fmt.Errorf("configuring the decider: %w", err)
@@ -210,6 +216,7 @@ func (a *Agent) Decide(cfg DeciderConfig) (*Decider, error) {
 	}
 	a.cfg.Observer = d
 	a.decider = d
+	a.podHook.Store(d)
 	return d, nil
 }
 
@@ -522,6 +529,7 @@ func (d *Decider) PassDone(ctx context.Context) {
 		pod, err := d.podOf(uid, st.ns, st.name)
 		if err != nil {
 			delete(d.pods, uid)
+			d.setBoosting(uid, false)
 			d.dropViews(uid)
 			d.metrics.forgetPod(st.ns, st.name)
 			continue

@@ -79,6 +79,18 @@ func (x *executor) start(ctx context.Context, key string, fx effect) bool {
 	return true
 }
 
+// post hands settle to the loop goroutine, from any goroutine: a wake-up
+// that is no effect's result (a pod informer's event).
+func (x *executor) post(settle settleFunc) {
+	x.mu.Lock()
+	x.done = append(x.done, finished{settle: settle})
+	x.mu.Unlock()
+	select {
+	case x.ready <- struct{}{}:
+	default:
+	}
+}
+
 // busy reports whether an effect with key runs (or its result waits to be
 // taken in).
 func (x *executor) busy(key string) bool {
