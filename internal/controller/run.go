@@ -22,8 +22,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/client-go/tools/leaderelection"
-	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/klog/v2"
 
 	policyclient "github.com/snug-dev/snug/api/v1alpha1/client"
@@ -311,42 +309,9 @@ func Run(ctx context.Context, o *Options) error {
 	}
 
 	host, _ := os.Hostname()
-	id := host + "_" + rand.Text()[:8]
-	var runErr error
-	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-		Lock: &resourcelock.LeaseLock{
-			LeaseMeta:  metav1.ObjectMeta{Name: leaseName, Namespace: o.LeaderElectionNamespace},
-			Client:     cs.CoordinationV1(),
-			LockConfig: resourcelock.ResourceLockConfig{Identity: id},
-		},
-		LeaseDuration:   leaseDuration,
-		RenewDeadline:   renewDeadline,
-		RetryPeriod:     retryPeriod,
-		ReleaseOnCancel: true,
-		Name:            leaseName,
-		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: func(ctx context.Context) {
-				log.Info("leading", "identity", id)
-				runErr = run(ctx)
-			},
-			OnStoppedLeading: func() { log.Info("stopped leading", "identity", id) },
-			OnNewLeader: func(leader string) {
-				if leader != id {
-					log.Info("another controller leads", "leader", leader)
-				}
-			},
-		},
-	})
-	if err != nil {
-		return fmt.Errorf("setting up leader election: %w", err)
-	}
-	log.Info("waiting for leadership", "lease", o.LeaderElectionNamespace+"/"+leaseName, "identity", id)
-	le.Run(ctx)
-	if runErr != nil {
-		return runErr
-	}
-	if ctx.Err() == nil {
-		return errors.New("lost leadership of lease " + leaseName)
-	}
-	return nil
+	return lead(ctx, log, leadConfig{
+		Leases: cs.CoordinationV1(), Namespace: o.LeaderElectionNamespace, Name: leaseName,
+		Identity:      host + "_" + rand.Text()[:8],
+		LeaseDuration: leaseDuration, RenewDeadline: renewDeadline, RetryPeriod: retryPeriod,
+	}, run)
 }
