@@ -23,6 +23,7 @@ import (
 
 	"github.com/snug-dev/snug/api/v1alpha1"
 	policyclient "github.com/snug-dev/snug/api/v1alpha1/client"
+	"github.com/snug-dev/snug/internal/kube"
 )
 
 // Options configure the webhook: snug-controller's --admission-* flags.
@@ -119,12 +120,7 @@ func Start(ctx context.Context, o Options, cs kubernetes.Interface, pc *policycl
 	}
 	w := &Webhook{opts: o, cs: cs, metrics: m, log: log, started: time.Now()}
 	w.source = NewCertSource(ctx, cs, o.Namespace, o.Secret, m, log)
-	strip := informers.WithTransform(func(obj any) (any, error) {
-		if a, ok := obj.(metav1.ObjectMetaAccessor); ok {
-			a.GetObjectMeta().SetManagedFields(nil)
-		}
-		return obj, nil
-	})
+	strip := informers.WithTransform(kube.StripManagedFields)
 	policyInf := cache.NewSharedIndexInformer(&cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, lo metav1.ListOptions) (runtime.Object, error) {
 			return pc.SnugPolicies("").List(ctx, lo)
@@ -133,6 +129,9 @@ func Start(ctx context.Context, o Options, cs kubernetes.Interface, pc *policycl
 			return pc.SnugPolicies("").Watch(ctx, lo)
 		},
 	}, &v1alpha1.SnugPolicy{}, 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	if err := policyInf.SetTransform(kube.StripManagedFields); err != nil {
+		return nil, err
+	}
 	cmFactory := informers.NewSharedInformerFactoryWithOptions(cs, 0, strip,
 		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = "app.kubernetes.io/managed-by=snug" }))
 	cms := cmFactory.Core().V1().ConfigMaps()

@@ -74,6 +74,9 @@ func CheckNode(ctx context.Context, client *kube.Client, node string) error {
 func WatchPods(ctx context.Context, client *kube.Client, node string, a *Agent, syncTimeout time.Duration) (corelisters.PodLister, error) {
 	inf := cache.NewSharedIndexInformer(podListWatch(client, fields.OneTermEqualSelector("spec.nodeName", node).String()),
 		&corev1.Pod{}, 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	if err := inf.SetTransform(kube.StripManagedFields); err != nil {
+		return nil, err
+	}
 	// Handlers only record what the pod says; the loop acts on it.
 	_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { upsert(a, obj) },
@@ -111,6 +114,9 @@ func upsert(a *Agent, obj any) {
 func WatchNode(ctx context.Context, client *kube.Client, node string, syncTimeout time.Duration) (func() (*corev1.Node, error), error) {
 	inf := cache.NewSharedIndexInformer(nodeListWatch(client, fields.OneTermEqualSelector("metadata.name", node).String()),
 		&corev1.Node{}, 0, cache.Indexers{})
+	if err := inf.SetTransform(kube.StripManagedFields); err != nil {
+		return nil, err
+	}
 	go inf.RunWithContext(ctx)
 	syncCtx, cancel := context.WithTimeout(ctx, syncTimeout)
 	defer cancel()

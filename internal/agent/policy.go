@@ -12,6 +12,7 @@ import (
 
 	"github.com/snug-dev/snug/api/v1alpha1"
 	policyclient "github.com/snug-dev/snug/api/v1alpha1/client"
+	"github.com/snug-dev/snug/internal/kube"
 	"github.com/snug-dev/snug/internal/policy"
 )
 
@@ -76,6 +77,9 @@ func WatchPolicies(ctx context.Context, pc *policyclient.Client, syncTimeout tim
 		},
 	}
 	inf := cache.NewSharedIndexInformer(lw, &v1alpha1.SnugPolicy{}, 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	if err := inf.SetTransform(kube.StripManagedFields); err != nil {
+		return informerLister{inf}, err
+	}
 	go inf.Run(ctx.Done())
 	syncCtx, cancel := context.WithTimeout(ctx, syncTimeout)
 	defer cancel()

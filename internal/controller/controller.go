@@ -171,6 +171,7 @@ func New(cs kubernetes.Interface, pc *policyclient.Client, recorder record.Event
 	c.deployments, c.statefuls, c.daemons, c.replicas = apps.Deployments().Lister(), apps.StatefulSets().Lister(), apps.DaemonSets().Lister(), apps.ReplicaSets().Lister()
 	c.jobs, c.cronjobs = batch.Jobs().Lister(), batch.CronJobs().Lister()
 
+	utilruntime.Must(c.policyInf.SetTransform(kube.StripManagedFields))
 	c.add(c.policyInf, c.onPolicy)
 	c.add(pods.Informer(), c.onPod)
 	c.add(hpas.Informer(), c.onHPA)
