@@ -49,10 +49,10 @@ type sendJob struct {
 	deferred string
 	spec     map[string]corev1.ResourceRequirements
 	// boost is set for a startup boost's resize (boost.go): Boost or
-	// Unboost; boostStarting and boostEnding name the containers whose
-	// boost it starts and ends. No decision of the recommender's either.
-	boost                      string
-	boostStarting, boostEnding []string
+	// Unboost; boosted names the containers whose boost it starts or
+	// ends. No decision of the recommender's either.
+	boost   string
+	boosted []string
 }
 
 // targets are the job's new values, for the JSON API.

@@ -2,8 +2,6 @@ package agent
 
 import (
 	"context"
-	"maps"
-	"slices"
 	"strings"
 	"time"
 
@@ -14,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/snug-dev/snug/internal/policy"
+	"github.com/snug-dev/snug/internal/recommend"
 	"github.com/snug-dev/snug/internal/resize"
 )
 
@@ -98,31 +97,31 @@ func (p boostPhase) String() string {
 	return [...]string{"Starting", "Active", "Ending", "Over"}[p]
 }
 
-// boostState is a container's startup boost.
+// boostState is a container's startup boost. The Decider keeps it by pod
+// and container (Decider.boosts), not in the policy-scoped podState: a
+// boost outlives a policy's new generation, and is ended whatever the
+// policy says by then.
 type boostState struct {
+	// ns and name are the pod's, to find it gone.
+	ns, name string
 	// containerID is the container instance it was decided for.
 	containerID string
 	phase       boostPhase
+	// rule is the boost it was given.
+	rule policy.Boost
 	// before is the container's cpu request and limit before the boost
-	// (keys it had only).
-	before corev1.ResourceRequirements
-	// startedAt is when the instance started; boostedAt when the boost was
-	// applied; readyAt when it was first seen Ready while boosted.
-	startedAt, boostedAt, readyAt time.Time
-	// calm counts the samples in a row within the CPU it had before.
+	// (keys it had only); calmMillis the most CPU it could use then (its
+	// limit if the boost raised it, else its request).
+	before     corev1.ResourceRequirements
+	calmMillis int64
+	// since is when the boost was sent; startedAt when the instance
+	// started; boostedAt when the boost was applied; readyAt when the
+	// instance was first seen Ready while boosted.
+	since, startedAt, boostedAt, readyAt time.Time
+	// calm counts the samples in a row within calmMillis.
 	calm int
-	// triedAt is when its end was last sent.
+	// triedAt is when its end was last tried.
 	triedAt time.Time
-}
-
-// beforeMillis is the most CPU the container could use before the boost:
-// its limit, or its request without one.
-func (b *boostState) beforeMillis() int64 {
-	if q, ok := b.before.Limits[corev1.ResourceCPU]; ok {
-		return q.MilliValue()
-	}
-	q := b.before.Requests[corev1.ResourceCPU]
-	return q.MilliValue()
 }
 
 // boosted reports whether the container's CPU is the boost's: being
@@ -132,16 +131,22 @@ func (b *boostState) boosted() bool {
 }
 
 // observeBoost counts a boosted container's calm samples (Observe).
-func observeBoost(cs *containerState, p Point) {
-	b := cs.boost
+func observeBoost(b *boostState, p Point) {
 	if b == nil || b.phase != boostActive || !p.HasRate {
 		return
 	}
-	if int64(p.CPUUsageMillicores) <= b.beforeMillis() {
+	if int64(p.CPUUsageMillicores) <= b.calmMillis {
 		b.calm++
 	} else {
 		b.calm = 0
 	}
+}
+
+// boostHold is the cpu decision of a boosted container: held, as the
+// boost owns its CPU until it ends.
+func boostHold(actual recommend.Resources) recommend.Change {
+	return recommend.Change{Action: recommend.Hold, Request: actual.CPURequestMillis, Limit: actual.CPULimitMillis,
+		Reason: recommend.Reason{Why: recommend.WhyStartupBoost, Request: actual.CPURequestMillis}}
 }
 
 // hasProbe reports whether the container says when it is ready: a
@@ -162,76 +167,101 @@ func startingUp(spec *corev1.Container, st *corev1.ContainerStatus, now time.Tim
 }
 
 // boostDone reports whether a boosted container's start-up is over at
-// now, noting when it was first seen Ready.
-func boostDone(b *boostState, rule policy.Boost, spec *corev1.Container, st *corev1.ContainerStatus, now time.Time) bool {
+// now, noting when it was first seen Ready. The caps count from the boost,
+// not from the instance: a container that keeps crashing does not keep
+// it.
+func boostDone(b *boostState, spec *corev1.Container, st *corev1.ContainerStatus, now time.Time) bool {
 	if !hasProbe(spec) {
-		return b.calm >= boostSettleSamples || now.Sub(b.startedAt) >= rule.Max
+		return b.calm >= boostSettleSamples || now.Sub(b.since) >= b.rule.Max
 	}
 	if !st.Ready {
 		b.readyAt = time.Time{}
-		// A start-up that never gets Ready does not keep the boost for
-		// ever.
-		return now.Sub(b.startedAt) >= policy.DefaultBoostMax+rule.After
+		return now.Sub(b.since) >= policy.DefaultBoostMax+b.rule.After
 	}
 	if b.readyAt.IsZero() {
 		b.readyAt = now
 	}
-	return now.Sub(b.readyAt) >= rule.After
+	return now.Sub(b.readyAt) >= b.rule.After
 }
 
-// handleBoost starts and ends the startup boosts of the pod's containers,
-// once a pass on the loop goroutine, in one resize; it reports whether it
-// sent one (the pod is then InFlight).
+// handleBoost ends and starts the startup boosts of the pod's containers,
+// once a pass (and on an update of a boosted pod) on the loop goroutine;
+// it reports whether it sent a resize (the pod is then InFlight). Ends go
+// first, in a resize of their own, and whatever the policy says now; a
+// boost starts only under a policy that resizes.
 func (d *Decider) handleBoost(ctx context.Context, log logr.Logger, st *podState, pod *corev1.Pod, now time.Time) bool {
-	if !st.actuates() || d.sender == nil || st.phase == phaseInFlight {
+	if d.sender == nil || st.phase == phaseInFlight {
 		return false
 	}
-	var wish resize.Wish
-	var starting, ending []string
-	for _, name := range slices.Sorted(maps.Keys(st.containers)) {
-		cs := st.containers[name]
-		if cs.boostRule == nil {
-			continue
-		}
-		status, spec := containerStatus(pod, name), specContainer(pod, name)
+	var ends, starts resize.Wish
+	var ending, starting []string
+	for _, spec := range allContainers(pod) {
+		name := spec.Name
+		k := key{pod.UID, name}
+		status := containerStatus(pod, name)
 		if status == nil || status.State.Running == nil || status.ContainerID == "" || status.Resources == nil {
 			continue
 		}
-		b := cs.boost
-		if b == nil || b.containerID != status.ContainerID {
-			if b.boosted() {
-				// Restarted while boosted: still boosted; its end is
-				// judged afresh for the new instance.
-				b.containerID, b.startedAt, b.readyAt, b.calm = status.ContainerID, status.State.Running.StartedAt.Time, time.Time{}, 0
-				continue
-			}
-			b = &boostState{containerID: status.ContainerID, startedAt: status.State.Running.StartedAt.Time, phase: boostOver}
-			cs.boost = b
-			if !startingUp(spec, status, now) {
-				continue
-			}
-			req := status.Resources.Requests[corev1.ResourceCPU]
-			to := cs.boostRule.RequestMillis(req.MilliValue())
-			if to <= req.MilliValue() {
-				continue
-			}
-			b.before = cpuOnly(*status.Resources)
-			pol := resize.Policy{ControlledValues: cs.rules.Policy.ControlledValues, ControlledResources: []corev1.ResourceName{corev1.ResourceCPU}}
-			wish.Containers = append(wish.Containers, resize.ContainerWish{
-				Name: name, Target: corev1.ResourceList{corev1.ResourceCPU: *resource.NewMilliQuantity(to, resource.DecimalSI)}, Policy: &pol,
-			})
-			starting = append(starting, name)
+		b := d.boosts[k]
+		if b != nil && b.containerID != status.ContainerID && b.boosted() {
+			// Restarted while boosted: still boosted (the resources are
+			// the pod's); its end is judged afresh for the new instance.
+			b.containerID, b.startedAt, b.readyAt, b.calm = status.ContainerID, status.State.Running.StartedAt.Time, time.Time{}, 0
 			continue
 		}
-		if b.phase != boostActive || now.Sub(b.triedAt) < boostRetry || !boostDone(b, *cs.boostRule, spec, status, now) {
+		if b != nil && b.containerID == status.ContainerID {
+			if b.phase == boostActive && now.Sub(b.triedAt) >= boostRetry && boostDone(b, spec, status, now) {
+				ends.Containers = append(ends.Containers, resize.ContainerWish{Name: name, Requests: b.before.Requests, Limits: b.before.Limits})
+				ending = append(ending, name)
+			}
 			continue
 		}
-		wish.Containers = append(wish.Containers, resize.ContainerWish{Name: name, Requests: b.before.Requests, Limits: b.before.Limits})
-		ending = append(ending, name)
+		// A container instance not seen before.
+		cs := st.containers[name]
+		if cs == nil || cs.boostRule == nil || !st.actuates() {
+			continue
+		}
+		if b == nil && pod.Generation > 1 {
+			// The first instance this agent sees of a pod resized
+			// before (an agent restart): its CPU may be a boost already,
+			// which could not be undone.
+			d.boosts[k] = &boostState{ns: pod.Namespace, name: pod.Name, containerID: status.ContainerID, phase: boostOver}
+			continue
+		}
+		nb := &boostState{ns: pod.Namespace, name: pod.Name, containerID: status.ContainerID, startedAt: status.State.Running.StartedAt.Time, phase: boostOver}
+		d.boosts[k] = nb
+		req, ok := status.Resources.Requests[corev1.ResourceCPU]
+		if !ok || req.IsZero() || !startingUp(spec, status, now) {
+			// No request is nothing to set back to (the API never lets
+			// one be removed).
+			continue
+		}
+		to := cs.boostRule.RequestMillis(req.MilliValue())
+		if to <= req.MilliValue() {
+			continue
+		}
+		nb.before, nb.rule = cpuOnly(*status.Resources), *cs.boostRule
+		pol := resize.Policy{ControlledValues: cs.rules.Policy.ControlledValues, ControlledResources: []corev1.ResourceName{corev1.ResourceCPU}}
+		starts.Containers = append(starts.Containers, resize.ContainerWish{
+			Name: name, Target: corev1.ResourceList{corev1.ResourceCPU: *resource.NewMilliQuantity(to, resource.DecimalSI)}, Policy: &pol,
+		})
+		starting = append(starting, name)
 	}
-	if len(wish.Containers) == 0 {
-		return false
+	switch {
+	case len(ending) > 0:
+		for _, name := range starting {
+			delete(d.boosts, key{pod.UID, name}) // decided afresh next pass
+		}
+		return d.sendBoost(ctx, log, st, pod, now, ends, boostKindEnd, ending)
+	case len(starting) > 0:
+		return d.sendBoost(ctx, log, st, pod, now, starts, boostKindStart, starting)
 	}
+	return false
+}
+
+// sendBoost plans a boost's start or end of the named containers and sends
+// it; it reports whether it did.
+func (d *Decider) sendBoost(ctx context.Context, log logr.Logger, st *podState, pod *corev1.Pod, now time.Time, wish resize.Wish, kind string, names []string) bool {
 	log = log.WithValues("pod", st.ns+"/"+st.name)
 	in := resize.Input{Pod: pod, Wish: wish, Options: st.opts}
 	if node, err := d.cfg.Node(); err == nil && node != nil {
@@ -247,49 +277,103 @@ func (d *Decider) handleBoost(ctx context.Context, log logr.Logger, st *podState
 	in.Namespace, _ = d.namespaceFor(pod, now)
 	plan, err := resize.NewPlan(in)
 	if err != nil || plan.NoOp() {
-		why := "nothing fits the node"
+		why := "nothing of it fits the node"
 		if err != nil {
 			why = err.Error()
 		}
-		// No boost for these instances; an end with nothing to change is
-		// over.
-		for _, name := range starting {
-			st.containers[name].boost.phase = boostOver
+		for _, name := range names {
+			b := d.boosts[key{pod.UID, name}]
+			switch {
+			case kind == boostKindStart:
+				b.phase = boostOver
+			case err != nil:
+				b.triedAt = now // tried again after boostRetry
+			default:
+				b.phase = boostOver // the spec is back already
+			}
 		}
-		for _, name := range ending {
-			st.containers[name].boost.phase = boostOver
-		}
-		if len(starting) > 0 {
-			log.Info("no startup boost", "containers", starting, "why", why)
-			d.event(pod, corev1.EventTypeWarning, ReasonStartupBoost, "snug gave no startup boost to "+strings.Join(starting, ", ")+": "+why)
+		d.noteBoosting(pod.UID)
+		if kind == boostKindStart {
+			log.Info("no startup boost", "containers", names, "why", why)
+			d.event(pod, corev1.EventTypeWarning, ReasonStartupBoost, "snug gave no startup boost to "+strings.Join(names, ", ")+": "+why)
+		} else if err != nil {
+			log.Error(err, "ending a startup boost; trying again", "containers", names, "in", boostRetry)
 		}
 		return false
 	}
-	kind := boostKindStart
-	if len(starting) == 0 {
-		kind = boostKindEnd
+	why := "startup boost of " + strings.Join(names, ", ")
+	if kind == boostKindEnd {
+		why = "end of the startup boost of " + strings.Join(names, ", ")
 	}
-	summary := planSummary(pod, plan) + " (" + boostWhy(starting, ending) + ")"
+	summary := planSummary(pod, plan) + " (" + why + ")"
 	job := sendJob{
 		uid: pod.UID, pod: pod, policy: policyName(st.policy), patch: plan.Patch, want: plan.Containers, decidedAt: now, plan: plan,
-		summary: summary, boost: kind, boostStarting: starting, boostEnding: ending,
+		summary: summary, boost: kind, boosted: names,
 	}
 	if !d.send(ctx, job) {
-		for _, name := range starting {
-			st.containers[name].boost = nil // tried again next pass
+		if kind == boostKindStart {
+			for _, name := range names {
+				delete(d.boosts, key{pod.UID, name}) // decided afresh next pass
+			}
 		}
 		return false
 	}
 	st.fire(evSent)
-	for _, name := range starting {
-		st.containers[name].boost.phase = boostStarting
-	}
-	for _, name := range ending {
-		b := st.containers[name].boost
-		b.phase, b.triedAt = b.phase.on(boostEnd), now
+	for _, name := range names {
+		b := d.boosts[key{pod.UID, name}]
+		if kind == boostKindEnd {
+			b.phase, b.triedAt = b.phase.on(boostEnd), now
+			continue
+		}
+		b.phase, b.since = boostStarting, now
+		b.calmMillis = calmMillis(b.before, plan, name)
 	}
 	log.Info("startup boost", "plan", summary)
 	return true
+}
+
+// calmMillis is the most CPU a container could use before its boost: its
+// limit when the boost raised it (RequestsAndLimits, a Guaranteed pod),
+// else its request (RequestsOnly leaves the limit; the start-up is over
+// once the container is back within its old request).
+func calmMillis(before corev1.ResourceRequirements, plan *resize.Plan, name string) int64 {
+	req := before.Requests[corev1.ResourceCPU]
+	lim, hasLimit := before.Limits[corev1.ResourceCPU]
+	if !hasLimit {
+		return req.MilliValue()
+	}
+	for _, c := range plan.Containers {
+		if q, ok := c.Limits[corev1.ResourceCPU]; c.Name == name && ok && q.Cmp(lim) > 0 {
+			return lim.MilliValue()
+		}
+	}
+	return req.MilliValue()
+}
+
+// noteBoosting keeps the set of pods whose updates wake the loop in step
+// with the pod's boosts. Loop only.
+func (d *Decider) noteBoosting(uid types.UID) {
+	on := false
+	for k, b := range d.boosts {
+		if k.uid == uid && b.boosted() {
+			on = true
+			break
+		}
+	}
+	d.setBoosting(uid, on)
+}
+
+// sweepBoosts forgets the boosts of pods that are gone. Loop only.
+func (d *Decider) sweepBoosts() {
+	for k, b := range d.boosts {
+		if _, ok := d.pods[k.uid]; ok {
+			continue
+		}
+		if _, err := d.podOf(k.uid, b.ns, b.name); err != nil {
+			delete(d.boosts, k)
+			d.setBoosting(k.uid, false)
+		}
+	}
 }
 
 // The kinds of a boost's resize (sendJob.boost, ResizeJSON.StartupBoost).
@@ -298,49 +382,40 @@ const (
 	boostKindEnd   = "Unboost"
 )
 
-func boostWhy(starting, ending []string) string {
-	var parts []string
-	if len(starting) > 0 {
-		parts = append(parts, "startup boost of "+strings.Join(starting, ", "))
-	}
-	if len(ending) > 0 {
-		parts = append(parts, "end of the startup boost of "+strings.Join(ending, ", "))
-	}
-	return strings.Join(parts, "; ")
-}
-
 // finishBoost takes in the outcome of a boost's resize: the containers'
-// boosts move on, and an event says what happened.
-func (d *Decider) finishBoost(st *podState, r sendResult, applied bool) {
-	e := boostNotApplied
-	if applied {
-		e = boostApplied
+// boosts move on, and an event says what happened. A resize the API server
+// took (even if the kubelet has not applied it yet: Deferred, a Timeout)
+// left the spec as the boost's resize set it, so the boost moves on as if
+// applied; one it refused (Rejected, Conflict) or that was reverted
+// (Infeasible) did not.
+func (d *Decider) finishBoost(st *podState, r sendResult) {
+	e := boostApplied
+	if r.outcome == resize.Rejected || r.outcome == resize.Conflict || (r.outcome == resize.Infeasible && r.reverted) {
+		e = boostNotApplied
 	}
 	pod := r.job.pod
-	for _, name := range slices.Concat(r.job.boostStarting, r.job.boostEnding) {
-		cs := st.containers[name]
-		if cs == nil || cs.boost == nil {
+	for _, name := range r.job.boosted {
+		b := d.boosts[key{pod.UID, name}]
+		if b == nil {
 			continue
 		}
-		b := cs.boost
 		was := b.phase
 		b.phase = b.phase.on(e)
 		switch {
 		case was == boostStarting && b.phase == boostActive:
 			b.boostedAt = r.finishedAt
-			d.setBoosting(st.uid, true)
 			d.metrics.boosts.WithLabelValues(st.ns, policyName(st.policy), "boosted").Inc()
 		case was == boostEnding && b.phase == boostOver:
-			d.setBoosting(st.uid, slices.ContainsFunc(slices.Collect(maps.Values(st.containers)), func(cs *containerState) bool { return cs.boost.boosted() }))
 			d.metrics.boosts.WithLabelValues(st.ns, policyName(st.policy), "ended").Inc()
-			if !b.readyAt.IsZero() {
+			if !b.readyAt.IsZero() && r.outcome == resize.Applied {
 				// From Ready plus durationSeconds: the delay that is snug's.
-				due := readySince(pod, b.readyAt).Add(cs.boostRule.After)
+				due := readySince(pod, b.readyAt).Add(b.rule.After)
 				d.metrics.unboostDelay.Observe(r.finishedAt.Sub(due).Seconds())
 			}
 		}
 	}
-	if applied {
+	d.noteBoosting(pod.UID)
+	if r.outcome == resize.Applied {
 		msg := "snug boosted " + r.job.summary
 		if r.job.boost == boostKindEnd {
 			msg = "snug ended the startup boost: " + r.job.summary
@@ -405,16 +480,6 @@ func cpuOnly(rr corev1.ResourceRequirements) corev1.ResourceRequirements {
 		out.Limits = corev1.ResourceList{corev1.ResourceCPU: q}
 	}
 	return out
-}
-
-// specContainer is the pod's regular or sidecar container name.
-func specContainer(pod *corev1.Pod, name string) *corev1.Container {
-	for _, c := range allContainers(pod) {
-		if c.Name == name {
-			return c
-		}
-	}
-	return nil
 }
 
 // BoostJSON is a container's startup boost, in the JSON API.

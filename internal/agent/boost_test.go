@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/snug-dev/snug/api/v1alpha1"
+	"github.com/snug-dev/snug/internal/resize"
 )
 
 // boostPolicy is an InPlace policy whose "*" entry boosts cpu by factor 3
@@ -207,9 +208,111 @@ func TestDeciderStartupBoostWithoutProbe(t *testing.T) {
 		if n := len(fk.patches); n != 0 {
 			t.Errorf("%d patches for a container that started a minute ago, want no boost", n)
 		}
-		if v := d.View(pod.UID, "app"); v.StartupBoost == nil || v.StartupBoost.Phase != "Over" {
-			t.Errorf("boost %+v, want Over (never given)", v.StartupBoost)
+		if v := d.View(pod.UID, "app"); v.StartupBoost != nil {
+			t.Errorf("boost %+v, want none (never given)", v.StartupBoost)
 		}
 		d.Wait()
 	})
+}
+
+// TestDeciderStartupBoostOutlivesItsPolicy: a boost ends, back at exactly
+// what the container had, also when its policy got a new generation
+// meanwhile (a new policy state) and now yields to a VerticalPodAutoscaler
+// (no resizes of its own): the boost belongs to the pod, not to the
+// policy's state.
+func TestDeciderStartupBoostOutlivesItsPolicy(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		pod := startingPod(time.Now(), true)
+		pol := boostPolicy(0)
+		_, d, fk := newTestDecider(t, false, []*corev1.Pod{pod}, pol)
+		pass(t, d, fk, 100)
+		if got := specCPU(fk); got != "150m/300m" {
+			t.Fatalf("cpu %s, want boosted", got)
+		}
+		pol.Generation++
+		pol.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionVPAConflict, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonYieldsToVPA}}
+		time.Sleep(time.Second)
+		pass(t, d, fk, 100)
+		setReady(fk, time.Now())
+		time.Sleep(time.Second)
+		pass(t, d, fk, 20)
+		if got := specCPU(fk); got != "50m/100m" {
+			t.Errorf("cpu %s once Ready under the policy's new generation, want back at 50m/100m", got)
+		}
+		d.Wait()
+	})
+}
+
+// TestDeciderStartupBoostNotTaken: a boost the kubelet has not applied
+// when the wait times out is still in the spec, so it is ended like one
+// applied (the spec set back); an agent that meets an already resized pod
+// it has no record of (it restarted) does not boost it on top.
+func TestDeciderStartupBoostNotTaken(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		pod := startingPod(time.Now(), true)
+		_, d, fk := newTestDecider(t, false, []*corev1.Pod{pod}, boostPolicy(0))
+		fk.undecided = true
+		pass(t, d, fk, 100)
+		time.Sleep(DefaultResizeTimeout + time.Second)
+		synctest.Wait()
+		d.Settle(context.Background())
+		v := d.View(pod.UID, "app")
+		if r := v.Resizes[0]; r.Outcome != "Timeout" || v.StartupBoost.Phase != "Active" {
+			t.Fatalf("resize %s, boost %s; want a Timeout and the boost Active (its spec stands)", r.Outcome, v.StartupBoost.Phase)
+		}
+		fk.mu.Lock()
+		fk.undecided = false
+		fk.mu.Unlock()
+		setReady(fk, time.Now())
+		pass(t, d, fk, 20)
+		if got := specCPU(fk); got != "50m/100m" {
+			t.Errorf("spec cpu %s after the end, want 50m/100m", got)
+		}
+		d.Wait()
+	})
+	synctest.Test(t, func(t *testing.T) {
+		pod := startingPod(time.Now(), true)
+		pod.Generation = 2 // resized before this agent started
+		_, d, fk := newTestDecider(t, false, []*corev1.Pod{pod}, boostPolicy(0))
+		pass(t, d, fk, 20)
+		if n := len(fk.patches); n != 0 {
+			t.Errorf("%d patches for a resized pod this agent has no boost record of, want none", n)
+		}
+		d.Wait()
+	})
+}
+
+// TestDeciderStartupBoostHoldsCPUDecisions: while boosted, the container's
+// cpu decision is held with reason StartupBoost, however far below the
+// boost its usage is.
+func TestDeciderStartupBoostHoldsCPUDecisions(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		pod := startingPod(time.Now(), true)
+		_, d, fk := newTestDecider(t, false, []*corev1.Pod{pod}, boostPolicy(0))
+		pass(t, d, fk, 100)
+		time.Sleep(time.Second)
+		pass(t, d, fk, 5)
+		if c := d.View(pod.UID, "app").LastDecision.CPU; c.Action != "Hold" || c.Why != "StartupBoost" {
+			t.Errorf("cpu decision while boosted %+v, want Hold StartupBoost", c)
+		}
+		d.Wait()
+	})
+}
+
+// TestCalmMillis: the start-up is calm within the old limit when the boost
+// raised the limit, within the old request when it did not (RequestsOnly)
+// or there was none.
+func TestCalmMillis(t *testing.T) {
+	before := corev1.ResourceRequirements{Requests: rl("100m", ""), Limits: rl("200m", "")}
+	raised := &resize.Plan{Containers: []resize.ContainerPlan{{Name: "app", Requests: rl("500m", ""), Limits: rl("1", "")}}}
+	kept := &resize.Plan{Containers: []resize.ContainerPlan{{Name: "app", Requests: rl("200m", ""), Limits: rl("200m", "")}}}
+	if got := calmMillis(before, raised, "app"); got != 200 {
+		t.Errorf("limit raised: %dm, want the old limit 200m", got)
+	}
+	if got := calmMillis(before, kept, "app"); got != 100 {
+		t.Errorf("limit kept: %dm, want the old request 100m", got)
+	}
+	if got := calmMillis(corev1.ResourceRequirements{Requests: rl("100m", "")}, raised, "app"); got != 100 {
+		t.Errorf("no limit: %dm, want the request 100m", got)
+	}
 }

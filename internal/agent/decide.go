@@ -105,8 +105,10 @@ type Decider struct {
 	// (namespace.go). Loop only.
 	quotas map[string]quotaRead
 
-	// boosting are the pods with a container boosted (boost.go): the
-	// loop keeps it, the pod informer's goroutine reads it (podUpdated).
+	// boosts are the containers' startup boosts (boost.go). Loop only.
+	boosts map[key]*boostState
+	// boosting are the pods with a container boosted: the loop keeps it,
+	// the pod informer's goroutine reads it (podUpdated).
 	boostMu  sync.Mutex
 	boosting map[types.UID]bool
 }
@@ -181,10 +183,9 @@ type containerState struct {
 	// cpuRequest and memRequest are the container's series of its actual
 	// requests (made once, so a sample sets them without hashing labels).
 	cpuRequest, memRequest prometheus.Gauge
-	// boostRule is the container policy's startupBoost, nil for none;
-	// boost the container's boost, if it had one (boost.go).
+	// boostRule is the container policy's startupBoost, nil for none
+	// (boost.go).
 	boostRule *policy.Boost
-	boost     *boostState
 }
 
 // Decide makes the agent's Decider and installs it as the Observer. Call it
@@ -201,10 +202,11 @@ func (a *Agent) Decide(cfg DeciderConfig) (*Decider, error) {
 	}
 	d := &Decider{
 		cfg: cfg, clock: a.clock, metrics: a.metrics, binds: a.binds, listPolicies: cfg.Policies.List,
-		pods:   map[types.UID]*podState{},
-		views:  map[key]*viewState{},
+		pods:     map[types.UID]*podState{},
+		views:    map[key]*viewState{},
 		fx:       newExecutor(),
 		quotas:   map[string]quotaRead{},
+		boosts:   map[key]*boostState{},
 		boosting: map[types.UID]bool{},
 	}
 	if err := cfg.Policies.OnChange(a.binds.policiesChanged); err != nil {
@@ -297,13 +299,18 @@ func (d *Decider) Observe(ctx context.Context, ref ContainerRef, p Point) {
 	actual := actualResources(pod, ref.Container, status)
 	cs.cpuRequest.Set(float64(actual.CPURequestMillis) / 1000)
 	cs.memRequest.Set(float64(actual.MemRequestBytes))
-	observeBoost(cs, p)
-	if cs.boost.boosted() {
+	boost := d.boosts[k]
+	observeBoost(boost, p)
+	if boost.boosted() {
 		// The boost owns the CPU while it lasts: its samples are neither
 		// learnt nor decided on (boost.go).
 		p.HasRate = false
 	}
 	dec := decide(cs, ref.ContainerID, p, actual, oom)
+	if boost.boosted() {
+		dec.CPU = boostHold(actual)
+		cs.last = dec
+	}
 	if st.admitted && cs.samples <= d.cfg.Recommend.WarmupSamples {
 		dec = holdBaseline(dec)
 		cs.last = dec
@@ -529,7 +536,6 @@ func (d *Decider) PassDone(ctx context.Context) {
 		pod, err := d.podOf(uid, st.ns, st.name)
 		if err != nil {
 			delete(d.pods, uid)
-			d.setBoosting(uid, false)
 			d.dropViews(uid)
 			d.metrics.forgetPod(st.ns, st.name)
 			continue
@@ -553,6 +559,7 @@ func (d *Decider) PassDone(ctx context.Context) {
 		}
 		st.fire(d.plan(ctx, log, st, pod, now))
 	}
+	d.sweepBoosts()
 	d.publishSnapshots(ctx, log, now)
 }
 
@@ -576,7 +583,7 @@ func (d *Decider) plan(ctx context.Context, log logr.Logger, st *podState, pod *
 			continue
 		}
 		t := corev1.ResourceList{}
-		if c := cs.last.CPU; c.Action != recommend.Hold && !cs.boost.boosted() {
+		if c := cs.last.CPU; c.Action != recommend.Hold && !d.boosts[key{st.uid, name}].boosted() {
 			t[corev1.ResourceCPU] = *resource.NewMilliQuantity(c.Request, resource.DecimalSI)
 			why = append(why, fmt.Sprintf("%s cpu %s: %s", name, c.Action, c.Reason))
 		}
@@ -746,7 +753,7 @@ func (d *Decider) finish(ctx context.Context, log logr.Logger, r sendResult) {
 	}
 	st.fire(evSettled)
 	if r.job.boost != "" {
-		d.finishBoost(st, r, r.outcome == resize.Applied)
+		d.finishBoost(st, r)
 	}
 	// A deferred action or a boost is no decision of the recommender's: it
 	// sees the result in the actual resources.

@@ -174,8 +174,8 @@ func (d *Decider) updateView(k key, st *podState, cs *containerState, now time.T
 	if st.deferral != nil {
 		v.deferral, v.deferred = *st.deferral, true
 	}
-	if cs.boost != nil {
-		v.boost, v.hasBoost = *cs.boost, true
+	if b := d.boosts[k]; b != nil && !b.since.IsZero() {
+		v.boost, v.hasBoost = *b, true
 	}
 	if d.ckpt != nil {
 		v.seed, v.seeded = d.ckpt.seeds[k]

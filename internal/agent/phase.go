@@ -9,14 +9,14 @@ import "fmt"
 //	Unusable                    its policy's generation cannot be used; left
 //	                            until the policy changes (a new podState)
 //	Idle     --Wish-->          Wanted
-//	Idle     --Sent-->          InFlight       (a deferred resize fitted to the node)
+//	Idle     --Sent-->          InFlight       (a deferred fit, a startup boost or its end)
 //	Wanted   --Wish-->          Wanted         (the earliest decision's time is kept)
 //	Wanted   --Hold-->          Idle           (planned to nothing, refused, not allowed)
 //	Wanted   --AwaitQuota-->    AwaitingQuota  (a grow needs the namespace's quotas)
 //	Wanted   --Sent-->          InFlight
 //	AwaitingQuota --QuotaRead--> Wanted        (planned at once)
 //	AwaitingQuota --Hold-->     Idle           (the policy stopped resizing)
-//	AwaitingQuota --Sent-->     InFlight       (a deferred fit went first)
+//	AwaitingQuota --Sent-->     InFlight       (a deferred fit or a boost went first)
 //	InFlight --Settled-->       Idle           (the outcome was taken in)
 //
 // Any other event leaves the phase as it is: a Wish while a resize is in

@@ -162,6 +162,13 @@ func Convert(v *VerticalPodAutoscaler) (*v1alpha1.SnugPolicy, []Note, error) {
 	return p, notes, nil
 }
 
+// maxBoostFactor and maxBoostSeconds are the most the SnugPolicy CRD
+// accepts for startupBoost.cpu.factor and durationSeconds.
+const (
+	maxBoostFactor  = 100
+	maxBoostSeconds = 3600
+)
+
 // startupBoost is a VPA startupBoost as snug's, noting how snug gives it;
 // nil (noted) when it gives no boost.
 func startupBoost(b *VPAStartupBoost, field string, note func(field, format string, a ...any)) *v1alpha1.StartupBoost {
@@ -177,6 +184,10 @@ func startupBoost(b *VPAStartupBoost, field string, note func(field, format stri
 			return nil
 		}
 		out.CPU.Factor = ptr.To(*c.Factor)
+		if *c.Factor > maxBoostFactor {
+			out.CPU.Factor = ptr.To[int32](maxBoostFactor)
+			note(field+".cpu.factor", "%d written as %d, the most snug accepts", *c.Factor, maxBoostFactor)
+		}
 	case string(v1alpha1.CPUBoostQuantity):
 		if c.Quantity == nil || c.Quantity.Sign() <= 0 {
 			note(field, "type Quantity without a quantity above zero; dropped (VPA gives no boost either)")
@@ -187,8 +198,11 @@ func startupBoost(b *VPAStartupBoost, field string, note func(field, format stri
 		note(field, "type %q is not one snug knows; dropped (VPA gives no boost for it either)", c.Type)
 		return nil
 	}
-	if c.DurationSeconds != nil {
-		out.CPU.DurationSeconds = ptr.To(*c.DurationSeconds)
+	if d := c.DurationSeconds; d != nil {
+		out.CPU.DurationSeconds = ptr.To(min(max(*d, 0), maxBoostSeconds))
+		if *d < 0 || *d > maxBoostSeconds {
+			note(field+".cpu.durationSeconds", "%d written as %d: snug accepts 0 to %d", *d, *out.CPU.DurationSeconds, maxBoostSeconds)
+		}
 	}
 	note(field, "snug boosts in place as the container starts, from its actual cpu (VPA: at admission, from its recommendation), and ends the boost once it is Ready and durationSeconds later; a restarted container is boosted again")
 	return out

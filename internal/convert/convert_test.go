@@ -201,6 +201,13 @@ func TestConvert(t *testing.T) {
 				v1alpha1.ContainerResourcePolicy{ContainerName: "side", StartupBoost: &v1alpha1.StartupBoost{CPU: v1alpha1.CPUStartupBoost{Type: v1alpha1.CPUBoostFactor, Factor: ptr.To[int32](1)}}},
 				v1alpha1.ContainerResourcePolicy{ContainerName: "*", StartupBoost: &v1alpha1.StartupBoost{CPU: v1alpha1.CPUStartupBoost{Type: v1alpha1.CPUBoostFactor, Factor: ptr.To[int32](3)}}})),
 			noted: []string{"spec.resourcePolicy.containerPolicies[1].startupBoost", "spec.startupBoost"}},
+		{name: "a startupBoost beyond snug's bounds is clamped",
+			vpa: vpa(func(v *VerticalPodAutoscaler) {
+				v.Spec.StartupBoost = &VPAStartupBoost{CPU: &VPAGenericStartupBoost{Type: "Factor", Factor: ptr.To[int32](500), DurationSeconds: ptr.To[int32](7200)}}
+			}),
+			want: policy(containers(v1alpha1.ContainerResourcePolicy{ContainerName: "*",
+				StartupBoost: &v1alpha1.StartupBoost{CPU: v1alpha1.CPUStartupBoost{Type: v1alpha1.CPUBoostFactor, Factor: ptr.To[int32](100), DurationSeconds: ptr.To[int32](3600)}}})),
+			noted: []string{"spec.startupBoost.cpu.factor", "spec.startupBoost.cpu.durationSeconds", "spec.startupBoost"}},
 		{name: "a startupBoost of an unknown type is dropped",
 			vpa: vpa(func(v *VerticalPodAutoscaler) {
 				v.Spec.StartupBoost = &VPAStartupBoost{CPU: &VPAGenericStartupBoost{Type: "Percent"}}

@@ -107,6 +107,8 @@ const (
 	WhyRecentPeak  // cpu shrink would bring the limit under the window's busiest second
 	WhyRegrown     // cpu shrink would go under the level the load came back to, within MinTrough, after the last shrink
 	WhyTiedLimit   // memory shrink would lower a limit equal to the request under the day's peak working set plus headroom
+	// Held by the caller.
+	WhyStartupBoost // the container runs a startup boost; its cpu is the boost's until it ends
 )
 
 var whyNames = [...]string{
@@ -136,6 +138,7 @@ var whyNames = [...]string{
 	WhyRecentPeak:      "RecentPeak",
 	WhyRegrown:         "Regrown",
 	WhyTiedLimit:       "TiedLimit",
+	WhyStartupBoost:    "StartupBoost",
 }
 
 // String returns the reason's name, such as "Throttled".
@@ -235,6 +238,8 @@ func (r Reason) String() string {
 		return fmt.Sprintf("cpu shrink held at %s (request %s): the limit must hold the busiest second of the window", r.q(r.Value), r.q(r.Request))
 	case WhyTiedLimit:
 		return fmt.Sprintf("memory shrink held at %s (request %s): the limit moves with the request and must hold the day's peak working set plus headroom", r.q(r.Value), r.q(r.Request))
+	case WhyStartupBoost:
+		return fmt.Sprintf("cpu held at %s: the container runs its startup boost", r.q(r.Request))
 	}
 	return r.Why.String()
 }

@@ -307,7 +307,8 @@ func testPolicyRejected(t *testing.T, pc *policyclient.Client, ns string) {
 		{"deferred for over an hour", target + "behavior: {deferred: {afterSeconds: 3601}}",
 			"should be less than or equal to 3600"},
 		{"boost factor with a quantity", target + "resourcePolicy: {containerPolicies: [{containerName: app, startupBoost: {cpu: {type: Factor, factor: 2, quantity: 1}}}]}",
-			"spec.resourcePolicy.containerPolicies[0].startupBoost.cpu: Invalid value: \"object\": type Factor needs factor and no quantity"},
+			// 1.35 prints no value before the message, later versions may.
+			"type Factor needs factor and no quantity"},
 		{"boost factor missing", target + "resourcePolicy: {containerPolicies: [{containerName: app, startupBoost: {cpu: {type: Factor}}}]}",
 			"type Factor needs factor and no quantity"},
 		{"boost quantity missing", target + "resourcePolicy: {containerPolicies: [{containerName: app, startupBoost: {cpu: {type: Quantity, factor: 2}}}]}",
