@@ -106,6 +106,7 @@ var smokeTests = []string{
 	"TestFieldReportInfeasible",
 	"TestAdmission",
 	"TestNamespaceQuota",
+	"TestStartupBoost",
 }
 
 // e2eTier is the tier this run selected (SNUG_E2E_TIER), "" for all.
