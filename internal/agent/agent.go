@@ -235,7 +235,7 @@ func (a *Agent) UpsertPod(pod *corev1.Pod) {
 	a.feed.changed(pod.UID)
 	a.binds.podChanged(pod)
 	if d := a.podHook.Load(); d != nil {
-		d.podUpdated(pod.UID)
+		d.podUpdated(pod)
 	}
 	refs := runningContainers(pod)
 	a.podsMu.Lock()

@@ -216,9 +216,12 @@ func (d *Decider) handleBoost(ctx context.Context, log logr.Logger, st *podState
 			}
 			continue
 		}
-		// A container instance not seen before.
-		cs := st.containers[name]
-		if cs == nil || cs.boostRule == nil || !st.actuates() {
+		// A container instance not seen before: boosted if its policy
+		// says so (read here, not from a container state: the boost may
+		// come before the container's first sample).
+		cp := policy.ContainerPolicy(st.pol, name)
+		rule, ok := policy.BoostOf(cp)
+		if !ok || !st.actuates() || pod.Status.QOSClass == corev1.PodQOSBestEffort {
 			continue
 		}
 		if b == nil && pod.Generation > 1 {
@@ -236,12 +239,13 @@ func (d *Decider) handleBoost(ctx context.Context, log logr.Logger, st *podState
 			// one be removed).
 			continue
 		}
-		to := cs.boostRule.RequestMillis(req.MilliValue())
+		to := rule.RequestMillis(req.MilliValue())
 		if to <= req.MilliValue() {
 			continue
 		}
-		nb.before, nb.rule = cpuOnly(*status.Resources), *cs.boostRule
-		pol := resize.Policy{ControlledValues: cs.rules.Policy.ControlledValues, ControlledResources: []corev1.ResourceName{corev1.ResourceCPU}}
+		nb.before, nb.rule = cpuOnly(*status.Resources), rule
+		rules := policy.RulesForPod(cp, st.uncontrolled, pod.Status.QOSClass)
+		pol := resize.Policy{ControlledValues: rules.Policy.ControlledValues, ControlledResources: []corev1.ResourceName{corev1.ResourceCPU}}
 		starts.Containers = append(starts.Containers, resize.ContainerWish{
 			Name: name, Target: corev1.ResourceList{corev1.ResourceCPU: *resource.NewMilliQuantity(to, resource.DecimalSI)}, Policy: &pol,
 		})
@@ -437,26 +441,48 @@ func (d *Decider) setBoosting(uid types.UID, on bool) {
 }
 
 // podUpdated is told of each version of a pod the informer delivers, on
-// the informer's goroutine. An update of a pod with a container boosted
-// wakes the loop, which checks the boost's end at once, not at the next
-// pass: the goal is the end applied within 2 s of Ready, and a pass is
+// the informer's goroutine. An update of a pod with a container boosted,
+// or with a container that has just started, wakes the loop, which starts
+// or ends boosts at once, not at the next pass or the container's first
+// sample: the goal is the end applied within 2 s of Ready, and a pass is
 // 1 s.
-func (d *Decider) podUpdated(uid types.UID) {
+func (d *Decider) podUpdated(pod *corev1.Pod) {
+	uid := pod.UID
 	d.boostMu.Lock()
 	on := d.boosting[uid]
 	d.boostMu.Unlock()
-	if !on {
+	if !on && !hasStartingContainer(pod, d.clock.Now()) {
 		return
 	}
 	d.fx.post(func(ctx context.Context, log logr.Logger) {
+		pod, err := d.podOf(uid, pod.Namespace, pod.Name)
+		if err != nil {
+			return
+		}
 		st := d.pods[uid]
+		if st == nil {
+			pol := d.binds.policyFor(pod, d.listPolicies)
+			if pol == nil || pod.Status.QOSClass == corev1.PodQOSBestEffort {
+				return
+			}
+			st = d.podStateFor(ctx, pod, pol)
+		}
 		if st == nil || st.phase == phaseUnusable {
 			return
 		}
-		if pod, err := d.podOf(uid, st.ns, st.name); err == nil {
-			d.handleBoost(ctx, log, st, pod, d.clock.Now())
-		}
+		d.handleBoost(ctx, log, st, pod, d.clock.Now())
 	})
+}
+
+// hasStartingContainer reports whether one of the pod's containers is one
+// a boost would be for (startingUp); no policy is looked at.
+func hasStartingContainer(pod *corev1.Pod, now time.Time) bool {
+	for _, c := range allContainers(pod) {
+		if st := containerStatus(pod, c.Name); st != nil && st.ContainerID != "" && startingUp(c, st, now) {
+			return true
+		}
+	}
+	return false
 }
 
 // readySince is when the pod's containers became Ready, by its

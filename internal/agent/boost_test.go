@@ -316,3 +316,22 @@ func TestCalmMillis(t *testing.T) {
 		t.Errorf("no limit: %dm, want the request 100m", got)
 	}
 }
+
+// TestDeciderStartupBoostBeforeTheFirstSample: the pod informer's update
+// that shows the container started is enough: the boost goes out before
+// the agent has sampled the container (its cgroup is found a pass later).
+func TestDeciderStartupBoostBeforeTheFirstSample(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		pod := startingPod(time.Now(), true)
+		_, d, fk := newTestDecider(t, false, []*corev1.Pod{pod}, boostPolicy(0))
+		fk.update(fk.get("p")) // the informer's event
+		for range 2 {
+			synctest.Wait()
+			d.Settle(context.Background())
+		}
+		if got := specCPU(fk); got != "150m/300m" {
+			t.Errorf("cpu %s with no sample yet, want the boost's 150m/300m", got)
+		}
+		d.Wait()
+	})
+}

@@ -135,6 +135,8 @@ type podState struct {
 	// uncontrolled is the policy's status.uncontrolledResources: resources
 	// an HPA scales the target on, which the agent never changes.
 	uncontrolled []corev1.ResourceName
+	// pol is the policy, at policyGen.
+	pol *v1alpha1.SnugPolicy
 	// phase is where the pod stands in the agent's work (phase.go); it
 	// changes only through fire.
 	phase podPhase
@@ -183,9 +185,6 @@ type containerState struct {
 	// cpuRequest and memRequest are the container's series of its actual
 	// requests (made once, so a sample sets them without hashing labels).
 	cpuRequest, memRequest prometheus.Gauge
-	// boostRule is the container policy's startupBoost, nil for none
-	// (boost.go).
-	boostRule *policy.Boost
 }
 
 // Decide makes the agent's Decider and installs it as the Observer. Call it
@@ -465,7 +464,7 @@ func (d *Decider) podStateFor(ctx context.Context, pod *corev1.Pod, pol *v1alpha
 	st = &podState{
 		ns: pod.Namespace, name: pod.Name, uid: pod.UID,
 		policy: pol.Namespace + "/" + pol.Name, policyUID: pol.UID, policyGen: pol.Generation, mode: policy.UpdateMode(pol),
-		phase: phase, ignoreOOM: policy.IgnoresOOMKills(pol), rec: rec, opts: opts,
+		pol: pol, phase: phase, ignoreOOM: policy.IgnoresOOMKills(pol), rec: rec, opts: opts,
 		containers: map[string]*containerState{}, deferredRules: policy.DeferredOf(pol),
 		uncontrolled: slices.Clone(pol.Status.UncontrolledResources),
 	}
@@ -502,9 +501,6 @@ func (d *Decider) containerStateFor(ctx context.Context, pod *corev1.Pod, pol *v
 			"created at its template's size although workload history exists (the admission webhook did not size it: down, disabled or opted out); "+then)
 	}
 	cs := &containerState{rc: rc, rules: rules, qos: ref.QOSClass}
-	if b, ok := policy.BoostOf(policy.ContainerPolicy(pol, ref.Container)); ok {
-		cs.boostRule = &b
-	}
 	l := prometheus.Labels{"namespace": pod.Namespace, "pod": pod.Name, "container": ref.Container, "policy": pol.Name}
 	cs.cpuRequest, cs.memRequest = d.metrics.cpuRequest.With(l), d.metrics.memoryRequest.With(l)
 	st.containers[ref.Container] = cs
