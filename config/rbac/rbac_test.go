@@ -128,7 +128,7 @@ var needs = map[string]map[perm]use{
 	},
 	// client-go's LeaseLock: Get, then Create or Update.
 	"Role/snug-system/snug-controller-leader-election": {
-		{"coordination.k8s.io", "leases", "create", ""}:                {file: "internal/controller/run.go", snippet: "&resourcelock.LeaseLock{"},
+		{"coordination.k8s.io", "leases", "create", ""}:                {file: "internal/controller/lead.go", snippet: "&resourcelock.LeaseLock{"},
 		{"coordination.k8s.io", "leases", "get", "snug-controller"}:    {file: "internal/controller/run.go", snippet: `leaseName = "snug-controller"`},
 		{"coordination.k8s.io", "leases", "update", "snug-controller"}: {file: "internal/controller/run.go", snippet: `leaseName = "snug-controller"`},
 	},

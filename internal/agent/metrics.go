@@ -61,6 +61,15 @@ type Metrics struct {
 
 var containerLabels = []string{"namespace", "pod", "container"}
 
+// newRequestsCounter is snug_agent_api_requests_total, counted by the
+// clients' transport (kube.CountRequests).
+func newRequestsCounter() *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "snug", Subsystem: "agent", Name: "api_requests_total",
+		Help: "Requests the agent sent to the API server, by verb (get, list, watch, create, update, patch, delete) and resource[/subresource], as the API server's apiserver_request_total names them: what one node's agent asks of the API server.",
+	}, []string{"verb", "resource"})
+}
+
 func newMetrics() *Metrics {
 	gauge := func(name, help string, extra ...string) *prometheus.GaugeVec {
 		return prometheus.NewGaugeVec(prometheus.GaugeOpts{

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -32,6 +33,9 @@ type clients struct {
 	config   *rest.Config
 	core     *kube.Client
 	policies *policyclient.Client
+	// requests counts what they ask of the API server (registered with
+	// the agent's metrics once it exists).
+	requests *prometheus.CounterVec
 }
 
 func newClients(kubeconfig string) (*clients, error) {
@@ -42,6 +46,8 @@ func newClients(kubeconfig string) (*clients, error) {
 		return nil, fmt.Errorf("loading kubeconfig: %w", err)
 	}
 	cfg.UserAgent = "snug-agent"
+	requests := newRequestsCounter()
+	kube.CountRequests(cfg, func(verb, resource string) { requests.WithLabelValues(verb, resource).Inc() })
 	core, err := kube.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("making a client: %w", err)
@@ -50,7 +56,7 @@ func newClients(kubeconfig string) (*clients, error) {
 	if err != nil {
 		return nil, fmt.Errorf("making a policy client: %w", err)
 	}
-	return &clients{config: cfg, core: core, policies: pc}, nil
+	return &clients{config: cfg, core: core, policies: pc, requests: requests}, nil
 }
 
 // eventScheme knows only core/v1: the agent records events on pods, and a
@@ -102,6 +108,7 @@ func Run(ctx context.Context, o *Options, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	a.metrics.reg.MustRegister(cs.requests)
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
 	handler, auth := a.Handler(), "off"

@@ -29,6 +29,7 @@ import (
 	"github.com/snug-dev/snug/internal/admission"
 	"github.com/snug-dev/snug/internal/httpauth"
 	"github.com/snug-dev/snug/internal/install"
+	"github.com/snug-dev/snug/internal/kube"
 )
 
 // Leader election timings: client-go's and kube-controller-manager's usual
@@ -169,6 +170,11 @@ func Run(ctx context.Context, o *Options) error {
 	}
 	cfg = rest.CopyConfig(cfg)
 	cfg.UserAgent = "snug-controller"
+	requests := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "snug", Subsystem: "controller", Name: "api_requests_total",
+		Help: "Requests the controller (and its admission webhook) sent to the API server, by verb (get, list, watch, create, update, patch, delete) and resource[/subresource], as the API server's apiserver_request_total names them.",
+	}, []string{"verb", "resource"})
+	kube.CountRequests(cfg, func(verb, resource string) { requests.WithLabelValues(verb, resource).Inc() })
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return fmt.Errorf("making a client: %w", err)
@@ -197,7 +203,7 @@ func Run(ctx context.Context, o *Options) error {
 	}
 
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), requests)
 	metrics := NewMetrics(reg)
 
 	// Listen before anything runs, so a taken port fails at once.

@@ -94,6 +94,7 @@ var tiers = map[string]string{
 	"TestBenchQoS":         tierFull,
 	"TestPrometheus":       tierFull,
 	"TestLabInstall":       tierFull,
+	"TestAgentWrites":      tierFull,
 }
 
 // smokeTests are the core tests the smoke tier runs.
