@@ -40,13 +40,14 @@ func TestAgentWrites(t *testing.T) {
 		names = append(names, createLoadPod(t, ns, loadPod{name: fmt.Sprintf("calm-%d", i), labels: labels, args: []string{"--cpu=20m"},
 			cpuRequest: "50m", cpuLimit: "200m", memRequest: "32Mi", memLimit: "64Mi"}))
 	}
-	// Steady: every pod sampled for over a minute, so its first snapshot
-	// is out and later ones come at the publish interval.
+	// Steady: every pod's first snapshot is out (a minute after the agent
+	// began tracking it); later ones come at the publish interval.
 	for _, p := range names {
-		ag.waitAutoscale(t, ns, p, 3*time.Minute, func(c agent.ContainerJSON) bool {
-			return len(c.History) > 0 && time.Since(c.History[0].Time) > 70*time.Second
-		})
+		ag.waitAutoscale(t, ns, p, 2*time.Minute, func(c agent.ContainerJSON) bool { return c.Autoscale != nil })
 	}
+	waitFor(t, "each pod's first snapshot", 3*time.Minute, func() (bool, error) {
+		return writesByKind(t, ag)["patch pods"] >= pods, nil
+	})
 	before := writesByKind(t, ag)
 	start := time.Now()
 	// A measurement window, not a wait for a condition.
