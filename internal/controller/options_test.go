@@ -27,6 +27,9 @@ func TestControllerOptions(t *testing.T) {
 		{"checkpoint interval too short", []string{"--checkpoint-interval=100ms"}, "--checkpoint-interval 100ms: must be 1s to 1h"},
 		{"checkpoint interval too long", []string{"--checkpoint-interval=2h"}, "--checkpoint-interval"},
 		{"missing kubeconfig", []string{"--kubeconfig=/nonexistent/kubeconfig"}, "--kubeconfig"},
+		{"api qps and burst", []string{"--kube-api-qps=20", "--kube-api-burst=40"}, ""},
+		{"no api qps", []string{"--kube-api-qps=0"}, "--kube-api-qps 0: must be above 0"},
+		{"burst below qps", []string{"--kube-api-qps=20", "--kube-api-burst=10"}, "--kube-api-burst 10: must be at least 1 and --kube-api-qps"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -45,7 +48,7 @@ func TestControllerOptions(t *testing.T) {
 			}
 		})
 	}
-	if o := NewOptions(); !o.LeaderElect || o.MetricsAddr != "127.0.0.1:9465" || !o.Serving.Auth || o.Serving.ServesTLS() {
+	if o := NewOptions(); !o.LeaderElect || o.MetricsAddr != "127.0.0.1:9465" || !o.Serving.Auth || o.Serving.ServesTLS() || o.KubeAPIQPS != 50 || o.KubeAPIBurst != 100 {
 		t.Errorf("defaults changed: %+v", o)
 	}
 }

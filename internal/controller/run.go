@@ -71,6 +71,14 @@ type Options struct {
 	InstallCRDs bool
 	// Workers is how many policies are reconciled at once.
 	Workers int
+	// KubeAPIQPS and KubeAPIBurst bound the controller's requests to the
+	// API server (client-go's token bucket). client-go's own 5 and 10 are
+	// sized for a kubectl: 1,000 policies write up to 17 checkpoints a
+	// second, plus status and evictions (reads come from informers), so
+	// the defaults are 50 and 100: three times that, and a start-up's
+	// first pass in one burst.
+	KubeAPIQPS   float32
+	KubeAPIBurst int
 	// CheckpointInterval is the least time between two writes of a
 	// policy's checkpoint when only its snapshots changed (Config).
 	CheckpointInterval time.Duration
@@ -88,6 +96,8 @@ func NewOptions() *Options {
 		HealthAddr:              "127.0.0.1:9466",
 		Serving:                 httpauth.NewServingOptions(),
 		Workers:                 2,
+		KubeAPIQPS:              50,
+		KubeAPIBurst:            100,
 		CheckpointInterval:      time.Minute,
 		Admission:               admission.NewOptions(),
 	}
@@ -104,6 +114,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	o.Serving.AddFlags(fs, "/metrics (the health server stays open)")
 	fs.BoolVar(&o.InstallCRDs, "install-crds", o.InstallCRDs, "apply the SnugPolicy CRD and wait until it is established before starting")
 	fs.IntVar(&o.Workers, "workers", o.Workers, "policies reconciled at once")
+	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "requests per second to the API server, sustained (client-go's token bucket)")
+	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "requests to the API server in a burst above --kube-api-qps")
 	fs.DurationVar(&o.CheckpointInterval, "checkpoint-interval", o.CheckpointInterval, "least time between two writes of a policy's checkpoint ConfigMap when only its snapshots changed (a pod that came or went is written at once); 1s to 1h")
 	o.Admission.AddFlags(fs)
 }
@@ -144,6 +156,12 @@ func (o *Options) Validate() error {
 	if o.Workers < 1 || o.Workers > 64 {
 		errs = append(errs, fmt.Errorf("--workers %d: must be 1 to 64", o.Workers))
 	}
+	if o.KubeAPIQPS <= 0 || o.KubeAPIQPS > 10000 {
+		errs = append(errs, fmt.Errorf("--kube-api-qps %v: must be above 0, at most 10000", o.KubeAPIQPS))
+	}
+	if o.KubeAPIBurst < 1 || o.KubeAPIBurst > 100000 || float32(o.KubeAPIBurst) < o.KubeAPIQPS {
+		errs = append(errs, fmt.Errorf("--kube-api-burst %d: must be at least 1 and --kube-api-qps, at most 100000", o.KubeAPIBurst))
+	}
 	if o.CheckpointInterval < time.Second || o.CheckpointInterval > time.Hour {
 		errs = append(errs, fmt.Errorf("--checkpoint-interval %v: must be 1s to 1h", o.CheckpointInterval))
 	}
@@ -170,6 +188,7 @@ func Run(ctx context.Context, o *Options) error {
 	}
 	cfg = rest.CopyConfig(cfg)
 	cfg.UserAgent = "snug-controller"
+	cfg.QPS, cfg.Burst = o.KubeAPIQPS, o.KubeAPIBurst
 	requests := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "snug", Subsystem: "controller", Name: "api_requests_total",
 		Help: "Requests the controller (and its admission webhook) sent to the API server, by verb (get, list, watch, create, update, patch, delete) and resource[/subresource], as the API server's apiserver_request_total names them.",
