@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/snug-dev/snug/api/v1alpha1"
 	"github.com/snug-dev/snug/internal/policy"
 	"github.com/snug-dev/snug/internal/recommend"
 	"github.com/snug-dev/snug/internal/resize"
@@ -461,8 +462,10 @@ func (d *Decider) podUpdated(pod *corev1.Pod) {
 		}
 		st := d.pods[uid]
 		if st == nil {
+			// Not sampled yet: a state of its own only for a policy that
+			// boosts.
 			pol := d.binds.policyFor(pod, d.listPolicies)
-			if pol == nil || pod.Status.QOSClass == corev1.PodQOSBestEffort {
+			if pol == nil || pod.Status.QOSClass == corev1.PodQOSBestEffort || !boosts(pol) {
 				return
 			}
 			st = d.podStateFor(ctx, pod, pol)
@@ -472,6 +475,19 @@ func (d *Decider) podUpdated(pod *corev1.Pod) {
 		}
 		d.handleBoost(ctx, log, st, pod, d.clock.Now())
 	})
+}
+
+// boosts reports whether any of the policy's container policies has a
+// startupBoost.
+func boosts(pol *v1alpha1.SnugPolicy) bool {
+	if rp := pol.Spec.ResourcePolicy; rp != nil {
+		for _, cp := range rp.ContainerPolicies {
+			if cp.StartupBoost != nil {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // hasStartingContainer reports whether one of the pod's containers is one
