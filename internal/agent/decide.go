@@ -130,8 +130,12 @@ type podState struct {
 	admitted bool
 	// notedUnadmitted: the NotSizedAtAdmission event was recorded.
 	notedUnadmitted bool
-	rec             *recommend.Pod
-	opts            resize.Options
+	// podLevel says what the pod's pod-level resources (spec.resources)
+	// are, when it has them: snug does not resize them yet, and says so
+	// once (the PodLevelResources event) and in the view.
+	podLevel string
+	rec      *recommend.Pod
+	opts     resize.Options
 	// uncontrolled is the policy's status.uncontrolledResources: resources
 	// an HPA scales the target on, which the agent never changes.
 	uncontrolled []corev1.ResourceName
@@ -440,7 +444,9 @@ func (d *Decider) podStateFor(ctx context.Context, pod *corev1.Pod, pol *v1alpha
 		return st
 	}
 	phase := phaseIdle
+	noted := false
 	if st != nil {
+		noted = st.podLevel != ""
 		// Another policy, or a new generation: its series start afresh.
 		d.metrics.forgetPod(st.ns, st.name)
 		if st.phase == phaseInFlight {
@@ -470,6 +476,12 @@ func (d *Decider) podStateFor(ctx context.Context, pod *corev1.Pod, pol *v1alpha
 	}
 	if a, ok, _ := history.ParseAdmission(pod); ok && a.Policy == pol.Name {
 		st.admitted = true
+	}
+	if rr := pod.Spec.Resources; rr != nil && (len(rr.Requests) > 0 || len(rr.Limits) > 0) {
+		st.podLevel = podLevelSummary(*rr)
+		if !noted {
+			d.event(pod, corev1.EventTypeWarning, ReasonPodLevelResources, "the pod sets pod-level resources ("+st.podLevel+"); snug does not resize them yet: it plans its containers' resizes within them, and the API server refuses one that does not fit")
+		}
 	}
 	d.pods[pod.UID] = st
 	return st
@@ -505,6 +517,21 @@ func (d *Decider) containerStateFor(ctx context.Context, pod *corev1.Pod, pol *v
 	cs.cpuRequest, cs.memRequest = d.metrics.cpuRequest.With(l), d.metrics.memoryRequest.With(l)
 	st.containers[ref.Container] = cs
 	return cs
+}
+
+// podLevelSummary says what pod-level resources are: "cpu 200m/400m,
+// memory -/1Gi" (request/limit).
+func podLevelSummary(rr corev1.ResourceRequirements) string {
+	var parts []string
+	for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		req, hasReq := rr.Requests[r]
+		lim, hasLim := rr.Limits[r]
+		if !hasReq && !hasLim {
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%s %s/%s", r, qty(req), qty(lim)))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // sameWish strips what changes every second from a change, for comparing

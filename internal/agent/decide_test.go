@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
 	"github.com/snug-dev/snug/api/v1alpha1"
@@ -508,4 +509,30 @@ func metricValue(t *testing.T, m *Metrics, name string, values ...string) float6
 		}
 	}
 	return -1
+}
+
+// TestDeciderSaysPodLevelResourcesOnce: a pod with pod-level resources
+// (spec.resources) is not left silent: one PodLevelResources event names
+// them, also across a new policy generation, and the container's view
+// says snug does not resize them.
+func TestDeciderSaysPodLevelResourcesOnce(t *testing.T) {
+	ctx := context.Background()
+	pod := testPod("p", map[string]string{"app": "load"}, rl("50m", "64Mi"), rl("100m", "128Mi"))
+	pod.Spec.Resources = &corev1.ResourceRequirements{Limits: rl("200m", "256Mi")}
+	pol := selectorPolicy("pol", v1alpha1.UpdateModeInPlace)
+	_, d, _ := newTestDecider(t, false, []*corev1.Pod{pod}, pol)
+	rec := record.NewFakeRecorder(16)
+	d.cfg.Recorder = rec
+	now := time.Now()
+	d.Observe(ctx, refOf(pod), calm(now, 20))
+	pol.Generation++
+	d.Observe(ctx, refOf(pod), calm(now.Add(time.Second), 20))
+	d.Wait()
+	evs := events(rec)
+	if len(evs) != 1 || !strings.HasPrefix(evs[0], "Warning PodLevelResources the pod sets pod-level resources (cpu -/200m, memory -/256Mi)") {
+		t.Errorf("events %q, want one PodLevelResources naming cpu -/200m, memory -/256Mi", evs)
+	}
+	if v := d.View(pod.UID, "app"); v == nil || !strings.Contains(v.Note, "pod-level resources (cpu -/200m, memory -/256Mi) are not resized") {
+		t.Errorf("view %+v, want a note on the pod-level resources", v)
+	}
 }

@@ -22,7 +22,8 @@ type AutoscaleJSON struct {
 	ContainerMode string `json:"containerMode,omitempty"`
 	// DryRun is true when the agent decides but never patches.
 	DryRun bool `json:"dryRun,omitempty"`
-	// Note says why the container is left alone, if it is.
+	// Note says why the container is left alone, if it is, or what snug
+	// does not do for it (its pod's pod-level resources).
 	Note string `json:"note,omitempty"`
 	// Recommendation is the container's VPA-style estimate.
 	Recommendation *RecommendationJSON `json:"recommendation,omitempty"`
@@ -170,6 +171,9 @@ func (d *Decider) updateView(k key, st *podState, cs *containerState, now time.T
 		last: cs.last, lastTime: cs.lastTime, lastChange: cs.lastChange,
 		resizes:         st.resizes[:len(st.resizes):len(st.resizes)],
 		resizesLastHour: st.rec.ResizesInLastHour(now),
+	}
+	if st.podLevel != "" {
+		v.note = "pod-level resources (" + st.podLevel + ") are not resized by snug yet"
 	}
 	if st.deferral != nil {
 		v.deferral, v.deferred = *st.deferral, true

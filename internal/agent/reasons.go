@@ -33,4 +33,7 @@ const (
 	// ReasonStartupBoost: a container's startup boost was applied or ended
 	// (Normal), or none could be given (Warning: nothing fitted).
 	ReasonStartupBoost = "StartupBoost"
+	// ReasonPodLevelResources: the pod sets pod-level resources
+	// (spec.resources), which snug does not resize yet (once per pod).
+	ReasonPodLevelResources = "PodLevelResources"
 )
