@@ -8,7 +8,6 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/snug-dev/snug/api/v1alpha1"
@@ -272,13 +271,7 @@ func (d *Decider) sendBoost(ctx context.Context, log logr.Logger, st *podState, 
 	if node, err := d.cfg.Node(); err == nil && node != nil {
 		in.NodeAllocatable = node.Status.Allocatable
 	}
-	if all, err := d.cfg.Pods.List(labels.Everything()); err == nil {
-		others := make([]corev1.Pod, 0, len(all))
-		for _, p := range all {
-			others = append(others, *p)
-		}
-		in.OthersClaimed = resize.Claimed(others, pod.UID)
-	}
+	in.OthersClaimed = d.othersClaimed(pod)
 	in.Namespace, _ = d.namespaceFor(pod, now)
 	plan, err := resize.NewPlan(in)
 	if err != nil || plan.NoOp() {

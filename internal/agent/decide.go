@@ -586,6 +586,20 @@ func (d *Decider) PassDone(ctx context.Context) {
 	d.publishSnapshots(ctx, log, now)
 }
 
+// othersClaimed is what the node's other pods claim (resize.Claimed), from
+// the pod informer's cache; nil when it cannot be listed.
+func (d *Decider) othersClaimed(pod *corev1.Pod) corev1.ResourceList {
+	all, err := d.cfg.Pods.List(labels.Everything())
+	if err != nil {
+		return nil
+	}
+	others := make([]corev1.Pod, 0, len(all))
+	for _, p := range all {
+		others = append(others, *p)
+	}
+	return resize.Claimed(others, pod.UID)
+}
+
 // plan plans the pod's wished resize and sends it. It returns the event
 // that moves the pod on: evSent, evAwaitQuota (reading the namespace's
 // quotas first) or evHold.
@@ -629,13 +643,7 @@ func (d *Decider) plan(ctx context.Context, log logr.Logger, st *podState, pod *
 	} else {
 		log.Error(err, "reading the node; planning without node room")
 	}
-	if all, err := d.cfg.Pods.List(labels.Everything()); err == nil {
-		others := make([]corev1.Pod, 0, len(all))
-		for _, p := range all {
-			others = append(others, *p)
-		}
-		in.OthersClaimed = resize.Claimed(others, pod.UID)
-	}
+	in.OthersClaimed = d.othersClaimed(pod)
 	var quotasKnown bool
 	in.Namespace, quotasKnown = d.namespaceFor(pod, now)
 	plan, err := resize.NewPlan(in)

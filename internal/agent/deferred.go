@@ -9,7 +9,6 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/snug-dev/snug/api/v1alpha1"
 	"github.com/snug-dev/snug/internal/policy"
@@ -342,13 +341,7 @@ func (d *Decider) handleDeferred(ctx context.Context, log logr.Logger, st *podSt
 	if node, err := d.cfg.Node(); err == nil && node != nil {
 		in.allocatable = node.Status.Allocatable
 	}
-	if all, err := d.cfg.Pods.List(labels.Everything()); err == nil {
-		others := make([]corev1.Pod, 0, len(all))
-		for _, p := range all {
-			others = append(others, *p)
-		}
-		in.othersClaimed = resize.Claimed(others, pod.UID)
-	}
+	in.othersClaimed = d.othersClaimed(pod)
 	fit, err := fitToNode(in)
 	if err != nil {
 		log.Error(err, "fitting a deferred resize to the node")
