@@ -26,9 +26,35 @@ import (
 // recommend for from the policy's checkpoint ConfigMap, which the
 // controller folds those snapshots into.
 
-// DefaultPublishInterval is the least time between two snapshots of one
-// pod: the controller writes a policy's checkpoint about once a minute.
+// DefaultPublishInterval is the least time between two looks at a pod's
+// snapshot (and so between two snapshots of it): the controller writes a
+// policy's checkpoint about once a minute.
 const DefaultPublishInterval = time.Minute
+
+// A look at a pod's snapshot publishes it only when the pod's checkpoint
+// would change materially (publishReason): a pod in steady state writes
+// nothing, so the agent's writes grow with what changes, not with its
+// pods (issue 29: a PATCH per pod per minute was the cluster's largest
+// write stream, and bookkeeping). Why a snapshot went out (the reason
+// label of snug_agent_snapshots_published_total):
+const (
+	// publishFirst: the pod's first, when it carried none.
+	publishFirst = "first"
+	// publishMoved: a container's workload targets, as a pod seeded from
+	// the snapshot would be sized, left the hysteresis band around the
+	// last published ones (recommend.Config's GrowBand and ShrinkBand: a
+	// move inside it would resize no pod), or its memory peak rose by more
+	// than GrowBand, or the set of containers changed.
+	publishMoved = "moved"
+	// publishLearnt: the snapshot's seconds of samples doubled since the
+	// last published one, so an agent that dies loses at most half of what
+	// the checkpoint would hold of the pod, and a pod writes about
+	// log2(its lifetime / interval) snapshots in steady state.
+	publishLearnt = "learnt"
+	// publishFinal: the pod is terminating; its last snapshot goes out at
+	// once, so that the controller retires all it learnt.
+	publishFinal = "final"
+)
 
 const (
 	// checkpointTTL is how long a checkpoint read for one container seeds
@@ -85,11 +111,68 @@ type publication struct {
 	// agent, an earlier policy generation): carried into every snapshot,
 	// so that a later snapshot still holds all the pod's history.
 	prior map[string]*recommend.Aggregate
-	// last is when the last snapshot was taken (or rec started); seconds
-	// the own seconds of samples it held.
+	// last is when the snapshot was last looked at (or rec started);
+	// seconds the own seconds of samples the last published one held.
 	last     time.Time
 	seconds  float64
 	inFlight bool
+	// sent sums up what the pod's annotation holds: the last published
+	// snapshot, or the prior; nil when it holds none. final: the
+	// terminating pod's last snapshot went out.
+	sent  *snapshotSum
+	final bool
+}
+
+// snapshotSum is what publishReason compares of two snapshots: their
+// seconds of samples (both resources, all containers, prior included)
+// and each container's workload targets.
+type snapshotSum struct {
+	seconds    float64
+	containers map[string]containerSum
+}
+
+type containerSum struct {
+	cpu, memory, peak int64
+}
+
+// sumOf sums up aggs at now under cfg.
+func sumOf(aggs map[string]*recommend.Aggregate, cfg recommend.Config, now time.Time) (*snapshotSum, error) {
+	s := &snapshotSum{containers: make(map[string]containerSum, len(aggs))}
+	for name, a := range aggs {
+		r, err := a.Recommendation(cfg, recommend.Bounds{}, now)
+		if err != nil {
+			return nil, fmt.Errorf("container %s: %w", name, err)
+		}
+		s.seconds += a.CPUSeconds + a.MemorySeconds
+		s.containers[name] = containerSum{cpu: r.CPU.Target, memory: r.Memory.Target, peak: a.MemoryPeakBytes}
+	}
+	return s, nil
+}
+
+// publishReason says why a snapshot summed up as next should replace the
+// one summed up as sent (nil: none is published), or "" when it should
+// not: see the publish constants.
+func publishReason(sent, next *snapshotSum, cfg recommend.Config) string {
+	if sent == nil {
+		return publishFirst
+	}
+	if len(next.containers) != len(sent.containers) {
+		return publishMoved
+	}
+	outside := func(was, is int64) bool {
+		return float64(is) > float64(was)*(1+cfg.GrowBand) || float64(is) < float64(was)*(1-cfg.ShrinkBand)
+	}
+	for name, n := range next.containers {
+		o, ok := sent.containers[name]
+		if !ok || outside(o.cpu, n.cpu) || outside(o.memory, n.memory) ||
+			float64(n.peak) > float64(o.peak)*(1+cfg.GrowBand) {
+			return publishMoved
+		}
+	}
+	if next.seconds >= 2*sent.seconds {
+		return publishLearnt
+	}
+	return ""
 }
 
 // UseCheckpoints turns on publishing snapshots and seeding from
@@ -202,9 +285,11 @@ func seedFrom(data map[string]string, readErr error, container string, cfg recom
 }
 
 // publishSnapshots forgets pods that are gone and publishes the snapshot
-// of each pod whose one is due. Called by PassDone on the loop goroutine
-// (after it took in the finished publications); the patches go out as
-// effects, at most one per pod, never while the pod's resize is in flight.
+// of each pod whose one is due and would change the checkpoint materially
+// (publishReason), or whose pod is terminating. Called by PassDone on the
+// loop goroutine (after it took in the finished publications); the
+// patches go out as effects, at most one per pod, never while the pod's
+// resize is in flight.
 func (d *Decider) publishSnapshots(ctx context.Context, log logr.Logger, now time.Time) {
 	c := d.ckpt
 	if c == nil {
@@ -229,14 +314,21 @@ func (d *Decider) publishSnapshots(ctx context.Context, log logr.Logger, now tim
 		}
 		pub := c.pubs[uid]
 		if pub == nil || pub.rec != st.rec {
-			pub = &publication{rec: st.rec, last: now, prior: d.prior(log, st)}
+			pub = d.startPublication(log, st, now)
 			c.pubs[uid] = pub
 		}
-		if st.phase == phaseInFlight || !pub.due(now, c.interval) {
+		if st.phase == phaseInFlight || pub.inFlight || pub.final {
+			continue
+		}
+		terminating := false
+		if pod, err := d.podOf(uid, st.ns, st.name); err == nil && pod.DeletionTimestamp != nil {
+			terminating = true
+		}
+		if !terminating && now.Sub(pub.last) < c.interval {
 			continue
 		}
 		pub.last = now
-		s, seconds, err := snapshotOf(st, pub, now)
+		aggs, seconds, err := snapshotOf(st, pub, now)
 		if err != nil {
 			log.Error(err, "taking the learnt history", "pod", st.ns+"/"+st.name)
 			continue
@@ -244,7 +336,24 @@ func (d *Decider) publishSnapshots(ctx context.Context, log logr.Logger, now tim
 		if seconds <= pub.seconds {
 			continue // nothing learnt since the last one
 		}
-		patch, err := s.MergePatch(uid)
+		cfg := st.rec.Config()
+		sum, err := sumOf(aggs, cfg, now)
+		if err != nil {
+			log.Error(err, "taking the learnt history", "pod", st.ns+"/"+st.name)
+			continue
+		}
+		reason := publishFinal
+		if !terminating {
+			if reason = publishReason(pub.sent, sum, cfg); reason == "" {
+				d.metrics.snapshotsHeld.Inc()
+				continue
+			}
+		}
+		snap, err := history.NewSnapshot(now, aggs)
+		var patch []byte
+		if err == nil {
+			patch, err = snap.MergePatch(uid)
+		}
 		if err != nil {
 			log.Error(err, "taking the learnt history", "pod", st.ns+"/"+st.name)
 			continue
@@ -258,28 +367,39 @@ func (d *Decider) publishSnapshots(ctx context.Context, log logr.Logger, now tim
 			return func(_ context.Context, log logr.Logger) {
 				pub.inFlight = false
 				if err != nil {
-					d.metrics.snapshots.WithLabelValues("error").Inc()
+					d.metrics.snapshots.WithLabelValues("error", reason).Inc()
 					log.Error(fmt.Errorf("patching annotation %s: %w", history.SnapshotAnnotation, err), "publishing the learnt history", "pod", ns+"/"+name)
 					return
 				}
-				d.metrics.snapshots.WithLabelValues("ok").Inc()
-				pub.seconds = seconds
-				log.V(1).Info("published the learnt history", "pod", ns+"/"+name, "seconds", round3(seconds))
+				d.metrics.snapshots.WithLabelValues("ok", reason).Inc()
+				pub.seconds, pub.sent, pub.final = seconds, sum, reason == publishFinal
+				log.V(1).Info("published the learnt history", "pod", ns+"/"+name, "reason", reason, "seconds", round3(sum.seconds))
 			}
 		})
 	}
 }
 
-// due reports whether a snapshot may be taken at now: none in flight and
-// interval passed since the last one (or since the recommender started).
-func (p *publication) due(now time.Time, interval time.Duration) bool {
-	return !p.inFlight && now.Sub(p.last) >= interval
+// startPublication starts publishing what st's recommender learns: the
+// prior is what the pod's annotation holds, and what a later snapshot is
+// compared with.
+func (d *Decider) startPublication(log logr.Logger, st *podState, now time.Time) *publication {
+	pub := &publication{rec: st.rec, last: now, prior: d.prior(log, st)}
+	if len(pub.prior) > 0 {
+		sum, err := sumOf(pub.prior, st.rec.Config(), now)
+		if err != nil {
+			// Not fatal: the first snapshot is published as the pod's first.
+			log.Error(err, "summing up the pod's earlier learnt history", "pod", st.ns+"/"+st.name)
+		}
+		pub.sent = sum
+	}
+	return pub
 }
 
 // snapshotOf is what st's containers learnt by themselves, merged with the
-// publication's prior, at now, and the own seconds of samples behind it
-// (both resources, all containers): 0 when nothing was learnt.
-func snapshotOf(st *podState, pub *publication, now time.Time) (history.Snapshot, float64, error) {
+// publication's prior, at now, by container, and the own seconds of
+// samples behind it (both resources, all containers): 0 when nothing was
+// learnt.
+func snapshotOf(st *podState, pub *publication, now time.Time) (map[string]*recommend.Aggregate, float64, error) {
 	aggs := map[string]*recommend.Aggregate{}
 	seconds := 0.0
 	for name, cs := range st.containers {
@@ -294,11 +414,10 @@ func snapshotOf(st *podState, pub *publication, now time.Time) (history.Snapshot
 			aggs[name] = a
 		}
 		if err := a.Merge(pub.prior[name]); err != nil {
-			return history.Snapshot{}, 0, fmt.Errorf("carrying the earlier history of container %s: %w", name, err)
+			return nil, 0, fmt.Errorf("carrying the earlier history of container %s: %w", name, err)
 		}
 	}
-	s, err := history.NewSnapshot(now, aggs)
-	return s, seconds, err
+	return aggs, seconds, nil
 }
 
 // prior reads the snapshot a pod already carries when its recommender

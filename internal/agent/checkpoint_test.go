@@ -4,13 +4,19 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/utils/clock"
 	testingclock "k8s.io/utils/clock/testing"
@@ -211,97 +217,221 @@ func TestCheckpointSeedsNewContainer(t *testing.T) {
 	}
 }
 
-// TestCheckpointPublishes: the snapshot goes out an interval after the pod
-// is first seen, then at most once an interval, never while one is in
-// flight and not when nothing was learnt; it carries the pod's earlier
-// snapshot (from an earlier agent) forward.
+// snapshotFeed drives one pod's publications in a synctest bubble: feed
+// gives the pod's container samples, one a second, and publish looks at
+// the snapshot at a second since t0 and takes the publication in.
+type snapshotFeed struct {
+	t   *testing.T
+	d   *Decider
+	f   *fakeCheckpoints
+	pod *corev1.Pod
+	t0  time.Time
+	sec int
+}
+
+func (sf *snapshotFeed) at(s int) time.Time { return sf.t0.Add(time.Duration(s) * time.Second) }
+
+func (sf *snapshotFeed) feed(n int, cpuMillis float64) {
+	for range n {
+		sf.d.Observe(context.Background(), refOf(sf.pod), calm(sf.at(sf.sec), cpuMillis))
+		sf.sec++
+	}
+}
+
+// publish looks at sf's snapshot at second s and returns how many were
+// published in all, once none is in flight.
+func (sf *snapshotFeed) publish(s int) int {
+	sf.t.Helper()
+	ctx := context.Background()
+	sf.d.publishSnapshots(ctx, logr.Discard(), sf.at(s))
+	synctest.Wait()
+	sf.d.Settle(ctx)
+	if pub := sf.d.ckpt.pubs[sf.pod.UID]; pub != nil && pub.inFlight {
+		sf.t.Fatal("a publication still in flight after Settle")
+	}
+	return sf.f.count()
+}
+
+func newSnapshotFeed(t *testing.T, pod *corev1.Pod) (*snapshotFeed, *Agent, *fakeKubelet) {
+	t.Helper()
+	t0 := time.Now()
+	a, d, fk := newTestDecider(t, false, []*corev1.Pod{pod}, selectorPolicy("pol", v1alpha1.UpdateModeInPlace))
+	f := withCheckpoints(t, d, fk, nil)
+	observeSeeded(t, d, pod, t0, 20)
+	sf := &snapshotFeed{t: t, d: d, f: f, pod: pod, t0: t0, sec: 1}
+	sf.d.publishSnapshots(context.Background(), logr.Discard(), t0) // the pod's publication starts
+	return sf, a, fk
+}
+
+// TestCheckpointPublishes: a pod's snapshot is looked at an interval after
+// the pod is first seen, then once an interval, never while one is in
+// flight; it goes out only when the checkpoint would change materially
+// (publishReason): the first one; the seconds behind it doubled; a load
+// that moves the targets out of the hysteresis band; the pod terminating
+// (at once, and the last). A steady pod is held. Once the pod goes, its
+// state is forgotten.
 func TestCheckpointPublishes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ctx := context.Background()
-		log := logr.Discard()
-		t0 := time.Now()
 		pod := testPod("p", map[string]string{"app": "load"}, rl("50m", "64Mi"), rl("100m", "128Mi"))
-		earlier, err := history.NewSnapshot(t0.Add(-time.Minute), map[string]*recommend.Aggregate{"app": mustAggregate(t, workloadAggregate(t, recommend.DefaultConfig(), 80, 300, t0))})
+		sf, a, fk := newSnapshotFeed(t, pod)
+		reasons := func() map[string]float64 {
+			return counterValues(t, sf.d.metrics.snapshots)
+		}
+
+		sf.feed(30, 20)
+		if n := sf.publish(30); n != 0 {
+			t.Fatalf("published before the interval")
+		}
+		sf.feed(30, 20)
+		if n := sf.publish(60); n != 1 {
+			t.Fatalf("%d snapshots at the interval, want the first", n)
+		}
+		if a, _ := annotated(t, fk, pod).Aggregate("app"); a.CPUSeconds != 61 {
+			t.Errorf("first snapshot cpu seconds %v, want 61 (the first sample has a rate too)", a.CPUSeconds)
+		}
+		if got := annotated(t, fk, pod).Time; !got.Equal(sf.at(60)) {
+			t.Errorf("snapshot time %v, want the pass's %v", got, sf.at(60))
+		}
+		if n := sf.publish(100); n != 1 {
+			t.Errorf("published again within the interval")
+		}
+		// Nothing learnt: nothing sent, and the look counted.
+		if n := sf.publish(121); n != 1 {
+			t.Errorf("published with nothing learnt")
+		}
+		// Steady: an interval of the same load is no material change.
+		sf.feed(60, 20)
+		if n := sf.publish(181); n != 1 {
+			t.Errorf("published a steady pod's snapshot (121 seconds, 61 published)")
+		}
+		if held := counterValues(t, sf.d.metrics.snapshotsHeld)[""]; held != 1 {
+			t.Errorf("snug_agent_snapshots_held_total %v, want 1", held)
+		}
+		// Its seconds doubled: learnt.
+		sf.feed(1, 20)
+		if n := sf.publish(241); n != 2 {
+			t.Errorf("%d snapshots after the seconds doubled, want 2", n)
+		}
+		if a, _ := annotated(t, fk, pod).Aggregate("app"); a.CPUSeconds != 122 {
+			t.Errorf("second snapshot cpu seconds %v, want 122", a.CPUSeconds)
+		}
+		// A step to 90m for half a minute moves the cpu target out of the band.
+		sf.feed(30, 90)
+		if n := sf.publish(301); n != 3 {
+			t.Errorf("%d snapshots after the load moved, want 3", n)
+		}
+		// Terminating: the last snapshot goes out at once, then none.
+		gone := pod.DeepCopy()
+		gone.DeletionTimestamp = &metav1.Time{Time: sf.at(302)}
+		gone.Annotations = annotatedPod(t, fk, pod).Annotations
+		if err := fk.store.Update(gone); err != nil {
+			t.Fatal(err)
+		}
+		a.UpsertPod(gone)
+		sf.feed(1, 90)
+		if n := sf.publish(303); n != 4 {
+			t.Errorf("%d snapshots once the pod was terminating, want 4", n)
+		}
+		sf.feed(100, 200)
+		if n := sf.publish(500); n != 4 {
+			t.Errorf("published after the final snapshot")
+		}
+		want := map[string]float64{"first/ok": 1, "learnt/ok": 1, "moved/ok": 1, "final/ok": 1}
+		if diff := cmp.Diff(want, reasons()); diff != "" {
+			t.Errorf("snug_agent_snapshots_published_total (-want +got):\n%s", diff)
+		}
+
+		// The pod goes: its state is forgotten.
+		_ = fk.store.Delete(gone)
+		a.DeletePod(gone.UID)
+		sf.d.PassDone(context.Background())
+		if len(sf.d.ckpt.pubs) != 0 || len(sf.d.ckpt.seeds) != 0 {
+			t.Errorf("state of a gone pod kept: %d publications, %d seeds", len(sf.d.ckpt.pubs), len(sf.d.ckpt.seeds))
+		}
+	})
+}
+
+// TestCheckpointCarriesPrior: a pod that carries a snapshot (an earlier
+// agent, an earlier policy generation) is not republished after the
+// agent's restart while its own samples add nothing material; once they
+// match what it carried, the snapshot goes out with both.
+func TestCheckpointCarriesPrior(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		pod := testPod("p", map[string]string{"app": "load"}, rl("50m", "64Mi"), rl("100m", "128Mi"))
+		t0 := time.Now()
+		// What an earlier agent learnt of the same calm load.
+		prior := recommend.NewAggregate(recommend.DefaultConfig())
+		for i := range 300 {
+			at := t0.Add(time.Duration(i-300) * time.Second)
+			prior.CPU.Add(20, 1, at)
+			prior.Memory.Add(8<<20, 1, at)
+		}
+		prior.CPUSeconds, prior.MemorySeconds = 300, 300
+		prior.MemoryPeakBytes, prior.MemoryPeakTime = 8<<20, t0.Add(-time.Minute)
+		earlier, err := history.NewSnapshot(t0.Add(-time.Minute), map[string]*recommend.Aggregate{"app": prior})
 		if err != nil {
 			t.Fatal(err)
 		}
 		b, _ := json.Marshal(earlier)
 		pod.Annotations = map[string]string{history.SnapshotAnnotation: string(b)}
-		_, d, fk := newTestDecider(t, false, []*corev1.Pod{pod}, selectorPolicy("pol", v1alpha1.UpdateModeInPlace))
-		f := withCheckpoints(t, d, fk, nil)
-
-		sec := 0
-		feed := func(n int) {
-			for range n {
-				d.Observe(ctx, refOf(pod), calm(t0.Add(time.Duration(sec)*time.Second), 20))
-				sec++
+		sf, _, fk := newSnapshotFeed(t, pod)
+		for s := 60; s < 300; s += 60 {
+			sf.feed(60, 20)
+			if n := sf.publish(s); n != 0 {
+				t.Fatalf("republished the carried snapshot at %ds with %d own seconds", s, s)
 			}
 		}
-		observeSeeded(t, d, pod, t0, 20)
-		sec = 1
-		at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
-		// waitPublished lets the publications end and takes them in.
-		waitPublished := func(n int) {
-			t.Helper()
-			synctest.Wait()
-			d.Settle(ctx)
-			if f.count() != n || d.ckpt.pubs[pod.UID].inFlight {
-				t.Fatalf("%d publications (one in flight: %v), want %d", f.count(), d.ckpt.pubs[pod.UID].inFlight, n)
-			}
+		sf.feed(60, 20) // 301 own samples: the first came with the seeding
+		if n := sf.publish(300); n != 1 {
+			t.Fatalf("%d snapshots once the own seconds matched the carried ones, want 1", n)
 		}
-
-		d.publishSnapshots(ctx, log, at(0)) // the pod's publication starts
-		feed(30)
-		d.publishSnapshots(ctx, log, at(30))
-		if f.count() != 0 {
-			t.Fatalf("published before the interval")
-		}
-		feed(30)
-		d.publishSnapshots(ctx, log, at(60))
-		d.publishSnapshots(ctx, log, at(61)) // in flight or too soon: nothing more
-		waitPublished(1)
-
-		got := annotated(t, fk, pod)
-		a, err := got.Aggregate("app")
+		a, err := annotated(t, fk, pod).Aggregate("app")
 		if err != nil {
 			t.Fatal(err)
 		}
-		// 61 own samples (cpu seconds: the first sample has a rate too), plus
-		// the earlier agent's 300.
-		if a.CPUSeconds != 300+61 {
-			t.Errorf("published cpu seconds %v, want 300 earlier + 61 own", a.CPUSeconds)
-		}
-		if !got.Time.Equal(at(60)) {
-			t.Errorf("snapshot time %v, want the pass's %v", got.Time, at(60))
-		}
-
-		d.publishSnapshots(ctx, log, at(100))
-		if f.count() != 1 {
-			t.Errorf("published again within the interval")
-		}
-		// An interval later with nothing learnt: nothing sent.
-		d.publishSnapshots(ctx, log, at(121))
-		synctest.Wait()
-		d.Settle(ctx)
-		d.publishSnapshots(ctx, log, at(121))
-		if f.count() != 1 {
-			t.Errorf("published with nothing learnt")
-		}
-		feed(5)
-		d.publishSnapshots(ctx, log, at(150)) // not due: the empty check counted
-		d.publishSnapshots(ctx, log, at(181))
-		waitPublished(2)
-		if a, _ := annotated(t, fk, pod).Aggregate("app"); a.CPUSeconds != 300+66 {
-			t.Errorf("second snapshot cpu seconds %v, want 366", a.CPUSeconds)
-		}
-
-		// The pod goes: its state is forgotten.
-		_ = fk.store.Delete(pod)
-		d.PassDone(ctx)
-		if len(d.ckpt.pubs) != 0 || len(d.ckpt.seeds) != 0 {
-			t.Errorf("state of a gone pod kept: %d publications, %d seeds", len(d.ckpt.pubs), len(d.ckpt.seeds))
+		if a.CPUSeconds != 300+301 {
+			t.Errorf("published cpu seconds %v, want 300 earlier + 301 own", a.CPUSeconds)
 		}
 	})
+}
+
+// TestPublishReason: the rule, case by case.
+func TestPublishReason(t *testing.T) {
+	cfg := recommend.DefaultConfig() // bands +10% / -20%
+	sent := &snapshotSum{seconds: 100, containers: map[string]containerSum{"app": {cpu: 100, memory: 100 << 20, peak: 50 << 20}}}
+	with := func(f func(s *snapshotSum)) *snapshotSum {
+		s := &snapshotSum{seconds: sent.seconds, containers: maps.Clone(sent.containers)}
+		f(s)
+		return s
+	}
+	set := func(f func(c *containerSum)) func(s *snapshotSum) {
+		return func(s *snapshotSum) { c := s.containers["app"]; f(&c); s.containers["app"] = c }
+	}
+	for _, tc := range []struct {
+		name       string
+		sent, next *snapshotSum
+		want       string
+	}{
+		{"none published", nil, sent, publishFirst},
+		{"same", sent, with(func(*snapshotSum) {}), ""},
+		{"seconds up 99%", sent, with(func(s *snapshotSum) { s.seconds = 199 }), ""},
+		{"seconds doubled", sent, with(func(s *snapshotSum) { s.seconds = 200 }), publishLearnt},
+		{"cpu +10%", sent, with(set(func(c *containerSum) { c.cpu = 110 })), ""},
+		{"cpu +11%", sent, with(set(func(c *containerSum) { c.cpu = 111 })), publishMoved},
+		{"cpu -20%", sent, with(set(func(c *containerSum) { c.cpu = 80 })), ""},
+		{"cpu -21%", sent, with(set(func(c *containerSum) { c.cpu = 79 })), publishMoved},
+		{"memory +11%", sent, with(set(func(c *containerSum) { c.memory = 111 << 20 })), publishMoved},
+		{"memory -21%", sent, with(set(func(c *containerSum) { c.memory = 79 << 20 })), publishMoved},
+		{"peak +10%", sent, with(set(func(c *containerSum) { c.peak = 55 << 20 })), ""},
+		{"peak +11%", sent, with(set(func(c *containerSum) { c.peak = 56 << 20 })), publishMoved},
+		{"peak down", sent, with(set(func(c *containerSum) { c.peak = 10 << 20 })), ""},
+		{"container added", sent, with(func(s *snapshotSum) { s.containers["side"] = containerSum{cpu: 1} }), publishMoved},
+		{"container renamed", sent, &snapshotSum{seconds: 100, containers: map[string]containerSum{"other": sent.containers["app"]}}, publishMoved},
+	} {
+		if got := publishReason(tc.sent, tc.next, cfg); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
 }
 
 // TestCheckpointDryRunPublishesNothing: a dry run never patches a pod.
@@ -333,13 +463,40 @@ func mustAggregate(t *testing.T, text string) *recommend.Aggregate {
 	return &a
 }
 
-func annotated(t *testing.T, fk *fakeKubelet, pod *corev1.Pod) history.Snapshot {
+// counterValues is c's series by their label values, joined by "/" in the
+// order of the labels' names.
+func counterValues(t *testing.T, c prometheus.Collector) map[string]float64 {
+	t.Helper()
+	ch := make(chan prometheus.Metric, 64)
+	c.Collect(ch)
+	close(ch)
+	out := map[string]float64{}
+	for m := range ch {
+		var pb dto.Metric
+		if err := m.Write(&pb); err != nil {
+			t.Fatal(err)
+		}
+		var vals []string
+		for _, l := range pb.GetLabel() {
+			vals = append(vals, l.GetValue())
+		}
+		out[strings.Join(vals, "/")] = pb.GetCounter().GetValue()
+	}
+	return out
+}
+
+func annotatedPod(t *testing.T, fk *fakeKubelet, pod *corev1.Pod) *corev1.Pod {
 	t.Helper()
 	p, err := corelisters.NewPodLister(fk.store).Pods(pod.Namespace).Get(pod.Name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, ok, err := history.ParseSnapshot(p)
+	return p
+}
+
+func annotated(t *testing.T, fk *fakeKubelet, pod *corev1.Pod) history.Snapshot {
+	t.Helper()
+	s, ok, err := history.ParseSnapshot(annotatedPod(t, fk, pod))
 	if !ok || err != nil {
 		t.Fatalf("pod's snapshot: ok %v, err %v", ok, err)
 	}

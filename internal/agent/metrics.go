@@ -39,8 +39,9 @@ type Metrics struct {
 	unboostDelay    prometheus.Histogram
 
 	// Learnt history (checkpoint.go).
-	snapshots *prometheus.CounterVec
-	seeds     *prometheus.CounterVec
+	snapshots     *prometheus.CounterVec
+	snapshotsHeld prometheus.Counter
+	seeds         *prometheus.CounterVec
 
 	cpuUsage       *prometheus.GaugeVec
 	cpuLimit       *prometheus.GaugeVec
@@ -139,8 +140,12 @@ func newMetrics() *Metrics {
 		}),
 		snapshots: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "snug", Subsystem: "agent", Name: "snapshots_published_total",
-			Help: "Snapshots of what a pod's containers learnt, published in the pod's annotation, by result (ok, error).",
-		}, []string{"result"}),
+			Help: "Snapshots of what a pod's containers learnt, published in the pod's annotation, by result (ok, error) and reason (first, moved, learnt, final).",
+		}, []string{"result", "reason"}),
+		snapshotsHeld: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "snug", Subsystem: "agent", Name: "snapshots_held_total",
+			Help: "Snapshots due but not published: the pod's checkpoint would not change materially.",
+		}),
 		seeds: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "snug", Subsystem: "agent", Name: "checkpoint_seeds_total",
 			Help: "Containers started under a policy, by whether they started from the policy's checkpoint: seeded, none, empty, unreadable, bad, incompatible.",
@@ -165,7 +170,7 @@ func newMetrics() *Metrics {
 		}, []string{"namespace", "pod", "policy", "reason"}),
 	}
 	m.reg.MustRegister(m.passDuration, m.tracked, m.readErrors, m.gone, m.findErrors,
-		m.decisions, m.outcomes, m.appliedLatency, m.budgetHits, m.resizesLastHour, m.deferredActions, m.boosts, m.unboostDelay, m.snapshots, m.seeds,
+		m.decisions, m.outcomes, m.appliedLatency, m.budgetHits, m.resizesLastHour, m.deferredActions, m.boosts, m.unboostDelay, m.snapshots, m.snapshotsHeld, m.seeds,
 		m.cpuUsage, m.cpuLimit, m.throttledRatio, m.throttledRate, m.workingSet, m.memoryLimit, m.headroom, m.oomKills, m.pressure,
 		m.cpuRequest, m.memoryRequest, m.pendingSince,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

@@ -84,7 +84,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.DryRun, "dry-run", o.DryRun, "decide and log resizes, but never patch a pod")
 	fs.DurationVar(&o.CPUHalfLife, "cpu-half-life", o.CPUHalfLife, "half-life of the CPU usage percentiles behind grows and shrinks that are not starvation (1s to 24h)")
 	fs.DurationVar(&o.RegrowWindow, "regrow-window", o.RegrowWindow, "the longest load cycle remembered: how long shrinks stop at a level the load came back to, and the span of the peak a Guaranteed container's memory is not shrunk under, nor shrunk at all before it has been seen (1m to 168h)")
-	fs.DurationVar(&o.SnapshotInterval, "snapshot-interval", o.SnapshotInterval, "least time between two publications of a pod's learnt history in its annotation (1s to 1h; 0: neither publish nor start pods from their policy's checkpoint)")
+	fs.DurationVar(&o.SnapshotInterval, "snapshot-interval", o.SnapshotInterval, "least time between two looks at a pod's learnt history, published in its annotation when it changed materially (1s to 1h; 0: neither publish nor start pods from their policy's checkpoint)")
 }
 
 // Config is the loop's configuration the options make.
