@@ -41,8 +41,13 @@ type Config struct {
 	// bytes, allocated in full when a container is first tracked: 31 KiB
 	// per container at 120.
 	HistorySize int
-	// CgroupRoot is where the cgroup hierarchies are mounted.
+	// CgroupRoot is where the cgroup hierarchies are mounted. Unused when
+	// Sampler is set.
 	CgroupRoot string
+	// Sampler, if set, finds and reads the containers instead of the
+	// cgroups under CgroupRoot: the scale bench's hollow agents (issue 29)
+	// run many agents in one process on synthetic samples.
+	Sampler Sampler
 	// Observer, if set, sees every new point from the loop goroutine.
 	Observer Observer
 	// AfterPass, if set, is a hook called on the loop goroutine after each
@@ -66,7 +71,7 @@ func (c Config) Validate() error {
 	if c.HistorySize < 1 || c.HistorySize > MaxHistorySize {
 		errs = append(errs, fmt.Errorf("history size %d is out of range [1, %d]", c.HistorySize, MaxHistorySize))
 	}
-	if c.CgroupRoot == "" {
+	if c.CgroupRoot == "" && c.Sampler == nil {
 		errs = append(errs, errors.New("cgroup root is empty"))
 	}
 	return errors.Join(errs...)
@@ -144,12 +149,43 @@ type key struct {
 	name string
 }
 
+// Sampler finds and opens the containers an Agent reads.
+type Sampler interface {
+	// Open finds ref's cgroup and opens it for reading, returning where it
+	// is. An error wrapping fs.ErrNotExist: it is not there yet.
+	Open(ref ContainerRef) (Source, cgroup.Path, error)
+}
+
+// Source is one container's open cgroup, read by the loop goroutine only.
+type Source interface {
+	// Read samples it at now; an error wrapping cgroup.ErrGone: the
+	// container is gone (Close it).
+	Read(now time.Time) (cgroup.Sample, error)
+	Close() error
+}
+
+// cgroupSampler is the default Sampler: the node's cgroups, each kept open
+// as a cgroup.Handle.
+type cgroupSampler struct{ r cgroup.Reader }
+
+func (c cgroupSampler) Open(ref ContainerRef) (Source, cgroup.Path, error) {
+	p, err := c.r.Find(string(ref.PodUID), string(ref.QOSClass), ref.ContainerID)
+	if err != nil {
+		return nil, p, err
+	}
+	h, err := c.r.Open(p)
+	if err != nil {
+		return nil, p, err
+	}
+	return h, p, nil
+}
+
 // tracked is a container the loop samples. handle and prev belong to the
 // loop goroutine; ref, path and ring are guarded by Agent.mu.
 type tracked struct {
 	ref    ContainerRef
 	path   cgroup.Path
-	handle *cgroup.Handle
+	handle Source
 	prev   cgroup.Sample
 	ring   *ring
 	series *series
@@ -161,7 +197,7 @@ type tracked struct {
 type Agent struct {
 	cfg     Config
 	clock   clock.WithTicker
-	reader  cgroup.Reader
+	sampler Sampler
 	metrics *Metrics
 
 	// podsMu guards the wanted set, which pod handlers change and the loop
@@ -206,10 +242,14 @@ func New(cfg Config, clk clock.WithTicker) (*Agent, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("configuring agent: %w", err)
 	}
+	sampler := cfg.Sampler
+	if sampler == nil {
+		sampler = cgroupSampler{cgroup.Reader{Root: cfg.CgroupRoot}}
+	}
 	return &Agent{
 		cfg:      cfg,
 		clock:    clk,
-		reader:   cgroup.Reader{Root: cfg.CgroupRoot},
+		sampler:  sampler,
 		metrics:  newMetrics(),
 		pods:     map[types.UID][]ContainerRef{},
 		wanted:   map[key]ContainerRef{},
@@ -458,11 +498,7 @@ func (a *Agent) reconcile(log logr.Logger) {
 // open finds and opens the cgroup of ref and starts tracking it. A cgroup
 // that does not exist yet (or any more) is tried again on the next pass.
 func (a *Agent) open(log logr.Logger, k key, ref ContainerRef) {
-	p, err := a.reader.Find(string(ref.PodUID), string(ref.QOSClass), ref.ContainerID)
-	var h *cgroup.Handle
-	if err == nil {
-		h, err = a.reader.Open(p)
-	}
+	h, p, err := a.sampler.Open(ref)
 	if err != nil {
 		a.metrics.findErrors.Inc()
 		a.notFound[ref.ContainerID]++

@@ -43,11 +43,10 @@ func WriteSyntheticNode(root, layout string, n int) ([]*corev1.Pod, error) {
 			return nil, err
 		}
 	}
-	pods := make([]*corev1.Pod, 0, n)
-	for i := range n {
-		uid := fmt.Sprintf("00000000-0000-4000-8000-%012d", i)
-		id := fmt.Sprintf("%064x", i+1)
-		rel := filepath.Join("kubepods", "burstable", "pod"+uid, id)
+	pods := SyntheticPods(n)
+	for _, pod := range pods {
+		id := strings.TrimPrefix(pod.Status.ContainerStatuses[0].ContainerID, "containerd://")
+		rel := filepath.Join("kubepods", "burstable", "pod"+string(pod.UID), id)
 		for name, data := range files {
 			var dir string
 			switch {
@@ -64,6 +63,19 @@ func WriteSyntheticNode(root, layout string, n int) ([]*corev1.Pod, error) {
 				return nil, err
 			}
 		}
+	}
+	return pods, nil
+}
+
+// SyntheticPods returns n running Burstable single-container pods
+// ("bench/pod-000", ...; container "app") on node "synthetic", as a
+// watch would deliver them: the pods of WriteSyntheticNode, for an Agent
+// whose Config.Sampler stands in for the cgroup files.
+func SyntheticPods(n int) []*corev1.Pod {
+	pods := make([]*corev1.Pod, 0, n)
+	for i := range n {
+		uid := fmt.Sprintf("00000000-0000-4000-8000-%012d", i)
+		id := fmt.Sprintf("%064x", i+1)
 		pods = append(pods, &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "bench", Name: fmt.Sprintf("pod-%03d", i), UID: types.UID(uid)},
 			Spec:       corev1.PodSpec{NodeName: "synthetic", Containers: []corev1.Container{{Name: "app"}}},
@@ -77,7 +89,7 @@ func WriteSyntheticNode(root, layout string, n int) ([]*corev1.Pod, error) {
 			},
 		})
 	}
-	return pods, nil
+	return pods
 }
 
 func syntheticFiles(layout string) (map[string][]byte, error) {
