@@ -429,7 +429,8 @@ func (c *Controller) reconcile(ctx context.Context, k string) (time.Duration, er
 		case err != nil:
 			c.recorder.Eventf(p, corev1.EventTypeWarning, EventCheckpointFailed, "keeping learnt history: %v", err)
 			log.Error(err, "keeping learnt history")
-		default:
+		case p.Status.ObservedGeneration != p.Generation || recommendationMoved(p.Status.Recommendation, rec, policy.HistoryConfig(p)):
+			// A new spec (bounds) is shown at once.
 			status.Recommendation = rec
 		}
 		if after > 0 && after < requeue {

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -11,17 +12,21 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 
 	"github.com/snug-dev/snug/api/v1alpha1"
 	"github.com/snug-dev/snug/internal/history"
+	"github.com/snug-dev/snug/internal/recommend"
 	tb "github.com/snug-dev/snug/internal/testbuild"
 )
 
@@ -362,4 +367,90 @@ func TestReconcileRecordsEvictedSize(t *testing.T) {
 	if got := liveEvicted(left, nil, e.clock.Now().Add(history.EvictedTTL)); len(got) != 0 {
 		t.Errorf("record kept past its TTL: %+v", got)
 	}
+}
+
+// TestReconcileStatusRecommendationBanded: status.recommendation is
+// rewritten only when it moves out of the hysteresis band
+// (recommendationMoved): the same load learnt for longer (bounds
+// narrowing, a status write after every fold before) leaves the status
+// alone; a load twice as large replaces it; a new spec shows at once.
+func TestReconcileStatusRecommendationBanded(t *testing.T) {
+	e := newReconcileEnv(t)
+	writes := 0
+	e.c.statuses = func(string) statusWriter { return countingStatus{storeStatus{e}, &writes} }
+	cfg := recommend.DefaultConfig()
+	pod := tb.Pod("web-1").Labels("app", "web").Container("app", "100m", "", "64Mi", "").Ready().Get()
+	annotate := func(seconds int, cpuMillis float64) {
+		t.Helper()
+		s, _ := json.Marshal(history.Snapshot{Time: e.clock.Now(), Containers: map[string]string{"app": snapshotOf(t, cfg, seconds, cpuMillis, 40<<20, e.clock.Now())}})
+		p := pod.DeepCopy()
+		p.Annotations = map[string]string{history.SnapshotAnnotation: string(s)}
+		if err := e.c.factory.Core().V1().Pods().Informer().GetStore().Update(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pol := tb.Policy("web").Selector("app", "web").Get()
+	pol.Generation = 1
+	e.add(pod, pol)
+	targetCPU := func(p *v1alpha1.SnugPolicy) int64 {
+		t.Helper()
+		if p.Status.Recommendation == nil {
+			t.Fatal("no recommendation in status")
+		}
+		return p.Status.Recommendation.ContainerRecommendations[0].Target.Cpu().MilliValue()
+	}
+	step := func() { e.clock.Step(10 * time.Minute) } // past the checkpoint interval
+
+	// An hour learnt: the bounds have mostly narrowed.
+	annotate(3600, 120)
+	p, _ := e.reconcile("web")
+	first, firstWrites := targetCPU(p), writes
+	for _, seconds := range []int{3900, 4200, 4500} {
+		step()
+		annotate(seconds, 120)
+		p, _ = e.reconcile("web")
+	}
+	if writes != firstWrites || targetCPU(p) != first {
+		t.Errorf("the same load learnt for longer: %d status writes after the first %d, target %dm (was %dm); want none, the same",
+			writes-firstWrites, firstWrites, targetCPU(p), first)
+	}
+	// What would have been written: the bounds did move, inside the band.
+	rec, _, err := e.c.history(t.Context(), p, []*corev1.Pod{pod}, nil, e.clock.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if equality.Semantic.DeepEqual(rec, p.Status.Recommendation) {
+		t.Error("the recommendation did not change at all: the test does not exercise the band")
+	}
+
+	step()
+	annotate(4800, 240)
+	p, _ = e.reconcile("web")
+	if writes != firstWrites+1 || targetCPU(p) < 2*first*9/10 {
+		t.Errorf("twice the load: %d status writes, target %dm; want one, about %dm", writes-firstWrites, targetCPU(p), 2*first)
+	}
+
+	// A new generation (maxAllowed 150m) shows at once, inside the band too.
+	pol = p.DeepCopy()
+	pol.Generation = 2
+	pol.Spec.ResourcePolicy = &v1alpha1.PodResourcePolicy{ContainerPolicies: []v1alpha1.ContainerResourcePolicy{{
+		ContainerName: "*", MaxAllowed: &v1alpha1.ResourceAmounts{CPU: ptr.To(resource.MustParse(fmt.Sprintf("%dm", targetCPU(p)*95/100)))},
+	}}}
+	if err := e.c.policyInf.GetIndexer().Update(pol); err != nil {
+		t.Fatal(err)
+	}
+	want := targetCPU(p) * 95 / 100
+	if p, _ = e.reconcile("web"); targetCPU(p) != want {
+		t.Errorf("after a new maxAllowed: target %dm, want %dm", targetCPU(p), want)
+	}
+}
+
+type countingStatus struct {
+	statusWriter
+	n *int
+}
+
+func (c countingStatus) UpdateStatus(ctx context.Context, p *v1alpha1.SnugPolicy, o metav1.UpdateOptions) (*v1alpha1.SnugPolicy, error) {
+	*c.n++
+	return c.statusWriter.UpdateStatus(ctx, p, o)
 }

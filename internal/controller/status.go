@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/snug-dev/snug/api/v1alpha1"
+	"github.com/snug-dev/snug/internal/recommend"
 )
 
 // Reasons of conditions that the API package leaves to the controller.
@@ -122,4 +123,45 @@ func sortedResources[V any](m map[corev1.ResourceName]V) []corev1.ResourceName {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// recommendationMoved reports whether the recommendation next differs
+// materially from was, the one status holds: a container came or went, or
+// one of its quantities (target, bounds, uncapped target; cpu or memory)
+// left the hysteresis band around was's (recommend.Config's GrowBand above,
+// ShrinkBand below: a move inside it resizes no pod and seeds no pod
+// differently). Status keeps was otherwise, so that a policy's status is
+// not rewritten, and delivered to every watcher, after nearly every fold
+// as its bounds narrow with confidence (issue 29).
+func recommendationMoved(was, next *v1alpha1.RecommendedPodResources, cfg recommend.Config) bool {
+	if was == nil || next == nil {
+		return was != next
+	}
+	if len(was.ContainerRecommendations) != len(next.ContainerRecommendations) {
+		return true
+	}
+	outside := func(a, b corev1.ResourceList) bool {
+		if len(a) != len(b) {
+			return true
+		}
+		for name, q := range b {
+			o, ok := a[name]
+			if !ok {
+				return true
+			}
+			was, is := o.AsApproximateFloat64(), q.AsApproximateFloat64()
+			if is > was*(1+cfg.GrowBand) || is < was*(1-cfg.ShrinkBand) {
+				return true
+			}
+		}
+		return false
+	}
+	for i, n := range next.ContainerRecommendations {
+		w := was.ContainerRecommendations[i]
+		if w.ContainerName != n.ContainerName || outside(w.Target, n.Target) || outside(w.LowerBound, n.LowerBound) ||
+			outside(w.UpperBound, n.UpperBound) || outside(w.UncappedTarget, n.UncappedTarget) {
+			return true
+		}
+	}
+	return false
 }
