@@ -14,11 +14,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	"github.com/snug-dev/snug/api/v1alpha1"
 	policyclient "github.com/snug-dev/snug/api/v1alpha1/client"
 	"github.com/snug-dev/snug/internal/agent"
+	"github.com/snug-dev/snug/internal/history"
 	"github.com/snug-dev/snug/lab/internal/experiment"
 	"github.com/snug-dev/snug/lab/internal/lab"
 )
@@ -144,6 +146,10 @@ func chaosLeaderDeleted(t *testing.T, pc *policyclient.Client, ns string) {
 		t.Fatalf("deleting the leader %s: %v", leader, err)
 	}
 	deleted := time.Now()
+	// A steady pod's agent publishes a snapshot only when it changed
+	// materially (docs/agent.md), so stand in for a publication: the pod's
+	// snapshot again, newer. The new leader must fold it in.
+	republishSnapshot(t, ns, "app=load")
 	// The standby, or the Deployment's replacement if it is quicker to
 	// the released Lease.
 	var next string
@@ -389,6 +395,37 @@ func controllerPods(t *testing.T) []corev1.Pod {
 		t.Fatal(err)
 	}
 	return pods.Items
+}
+
+// republishSnapshot writes each selected pod's snapshot annotation again
+// with the time of now, as the agent would publish a new one; it waits
+// for each pod's first snapshot.
+func republishSnapshot(t *testing.T, ns, selector string) {
+	t.Helper()
+	pods, err := client.CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{LabelSelector: selector})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		var s history.Snapshot
+		waitFor(t, "pod "+p.Name+"'s snapshot", 2*time.Minute, func() (bool, error) {
+			q, err := client.CoreV1().Pods(ns).Get(t.Context(), p.Name, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			var ok bool
+			s, ok, err = history.ParseSnapshot(q)
+			return ok, err
+		})
+		s.Time = time.Now()
+		patch, err := s.MergePatch(p.UID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := client.CoreV1().Pods(ns).Patch(t.Context(), p.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			t.Fatalf("publishing pod %s's snapshot again: %v", p.Name, err)
+		}
+	}
 }
 
 // waitCheckpoint waits for the policy's checkpoint ConfigMap with a

@@ -24,7 +24,8 @@ import (
 // (snug_agent_api_requests_total) over three minutes, by verb and
 // resource. It fails if the agent writes more than one request per pod per
 // minute plus one: steady pods need no resize, event or condition, and
-// their snapshots go out at most once a minute each.
+// their snapshots go out only when what they learnt doubled or moved
+// (docs/agent.md), which the first minutes of a pod's life still do often.
 func TestAgentWrites(t *testing.T) {
 	const pods = 6
 	pc := installPolicyCRD(t)
@@ -41,7 +42,7 @@ func TestAgentWrites(t *testing.T) {
 			cpuRequest: "50m", cpuLimit: "200m", memRequest: "32Mi", memLimit: "64Mi"}))
 	}
 	// Steady: every pod's first snapshot is out (a minute after the agent
-	// began tracking it); later ones come at the publish interval.
+	// began tracking it); later ones when what the pod learnt doubled.
 	for _, p := range names {
 		ag.waitAutoscale(t, ns, p, 2*time.Minute, func(c agent.ContainerJSON) bool { return c.Autoscale != nil })
 	}
