@@ -4,6 +4,10 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+
 	"github.com/snug-dev/snug/api/v1alpha1"
 	tb "github.com/snug-dev/snug/internal/testbuild"
 )
@@ -54,5 +58,51 @@ func TestBindingsFollowEvents(t *testing.T) {
 	b.sweep()
 	if _, ok := b.bound[pod.UID]; ok {
 		t.Error("a deleted pod's binding is kept")
+	}
+}
+
+// TestPolicyStatusChurnBindsNothing: an update that rewrites only what
+// the agent does not read of a policy (status.recommendation, condition
+// messages and times, a resync) tells the informer handler's callback
+// nothing; a new generation, a published selector, uncontrolled
+// resources, a VPA conflict, a deletion and an add each do.
+func TestPolicyStatusChurnBindsNothing(t *testing.T) {
+	var told []string
+	h := policyHandler(func(ns string) { told = append(told, ns) })
+	pol := tb.Policy("web").Target("Deployment", "web").Get()
+	pol.Generation = 1
+	update := func(what string, mod func(p *v1alpha1.SnugPolicy), want bool) {
+		t.Helper()
+		next := pol.DeepCopy()
+		mod(next)
+		next.ResourceVersion += "1"
+		told = nil
+		h.OnUpdate(pol, next)
+		if got := len(told) == 1 && told[0] == pol.Namespace; got != want || len(told) > 1 {
+			t.Errorf("%s: told %v, want a namespace: %v", what, told, want)
+		}
+		pol = next
+	}
+	update("resync", func(*v1alpha1.SnugPolicy) {}, false)
+	update("recommendation", func(p *v1alpha1.SnugPolicy) {
+		p.Status.Recommendation = &v1alpha1.RecommendedPodResources{ContainerRecommendations: []v1alpha1.RecommendedContainerResources{{ContainerName: "app"}}}
+	}, false)
+	update("condition message", func(p *v1alpha1.SnugPolicy) {
+		p.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionNoPodsMatched, Status: metav1.ConditionFalse, Message: "3 pods match"}}
+	}, false)
+	update("selector published", func(p *v1alpha1.SnugPolicy) { p.Status.Selector = "app=web" }, true)
+	update("new generation", func(p *v1alpha1.SnugPolicy) { p.Generation = 2 }, true)
+	update("uncontrolled", func(p *v1alpha1.SnugPolicy) {
+		p.Status.UncontrolledResources = []corev1.ResourceName{corev1.ResourceCPU}
+	}, true)
+	update("vpa conflict", func(p *v1alpha1.SnugPolicy) {
+		p.Status.Conditions = append(p.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionVPAConflict, Status: metav1.ConditionTrue})
+	}, true)
+	update("deleting", func(p *v1alpha1.SnugPolicy) { p.DeletionTimestamp = &metav1.Time{Time: tb.T0} }, true)
+	told = nil
+	h.OnDelete(cache.DeletedFinalStateUnknown{Key: "ns/web", Obj: pol})
+	h.OnAdd(pol, false)
+	if len(told) != 2 {
+		t.Errorf("delete and add: told %v, want the namespace twice", told)
 	}
 }

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -43,6 +44,15 @@ func (l informerLister) List(ns string) []*v1alpha1.SnugPolicy {
 }
 
 func (l informerLister) OnChange(f func(namespace string)) error {
+	if _, err := l.inf.AddEventHandler(policyHandler(f)); err != nil {
+		return fmt.Errorf("watching snugpolicies: %w", err)
+	}
+	return nil
+}
+
+// policyHandler tells f the namespace of each policy added, deleted or
+// changed in what the agent reads of it (policyMeaningChanged).
+func policyHandler(f func(namespace string)) cache.ResourceEventHandlerFuncs {
 	ns := func(o any) {
 		if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
 			o = d.Obj
@@ -51,15 +61,35 @@ func (l informerLister) OnChange(f func(namespace string)) error {
 			f(p.Namespace)
 		}
 	}
-	_, err := l.inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    ns,
-		UpdateFunc: func(_, o any) { ns(o) },
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: ns,
+		UpdateFunc: func(old, o any) {
+			if policyMeaningChanged(old, o) {
+				ns(o)
+			}
+		},
 		DeleteFunc: ns,
-	})
-	if err != nil {
-		return fmt.Errorf("watching snugpolicies: %w", err)
 	}
-	return nil
+}
+
+// policyMeaningChanged reports whether an update of a policy changed what
+// the agent reads of it: its spec (generation), status.selector,
+// status.uncontrolledResources or whether it yields to a VPA. The
+// controller rewrites the rest of the status (recommendation, conditions'
+// messages) without changing which pods it governs or how, and such an
+// update must not make every pod of the namespace bind again on every
+// node (issue 29). A resync (same object) changes nothing.
+func policyMeaningChanged(oldObj, newObj any) bool {
+	o, ok1 := oldObj.(*v1alpha1.SnugPolicy)
+	n, ok2 := newObj.(*v1alpha1.SnugPolicy)
+	if !ok1 || !ok2 {
+		return true
+	}
+	return o.UID != n.UID || o.Generation != n.Generation ||
+		(o.DeletionTimestamp == nil) != (n.DeletionTimestamp == nil) ||
+		o.Status.Selector != n.Status.Selector ||
+		!slices.Equal(o.Status.UncontrolledResources, n.Status.UncontrolledResources) ||
+		policy.YieldsToVPA(o) != policy.YieldsToVPA(n)
 }
 
 // WatchPolicies runs an informer over every SnugPolicy in the cluster and

@@ -197,7 +197,7 @@ var (
 	// allowedLabels are every label a snug series may carry; podLabels
 	// only the agent's per-container and per-pod series (deleted once the
 	// agent stops tracking the container), never another counter.
-	allowedLabels = []string{"namespace", "policy", "outcome", "action", "resource", "result", "review", "type", "reason", "kind"}
+	allowedLabels = []string{"namespace", "policy", "outcome", "action", "resource", "result", "review", "type", "reason", "kind", "verb"}
 	podLabels     = []string{"pod", "container"}
 	uidRE         = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
 )
