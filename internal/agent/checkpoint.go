@@ -314,7 +314,7 @@ func (d *Decider) publishSnapshots(ctx context.Context, log logr.Logger, now tim
 		}
 		pub := c.pubs[uid]
 		if pub == nil || pub.rec != st.rec {
-			pub = d.startPublication(log, st, now)
+			pub = d.startPublication(log, st, pub, now)
 			c.pubs[uid] = pub
 		}
 		if st.phase == phaseInFlight || pub.inFlight || pub.final {
@@ -379,11 +379,22 @@ func (d *Decider) publishSnapshots(ctx context.Context, log logr.Logger, now tim
 	}
 }
 
-// startPublication starts publishing what st's recommender learns: the
-// prior is what the pod's annotation holds, and what a later snapshot is
-// compared with.
-func (d *Decider) startPublication(log logr.Logger, st *podState, now time.Time) *publication {
-	pub := &publication{rec: st.rec, last: now, prior: d.prior(log, st)}
+// startPublication starts publishing what st's recommender learns. Its
+// prior is what the pod learnt before: the earlier recommender's whole
+// history (old, a policy's earlier generation), published or not, when
+// that fits st's; else what the pod's annotation holds (an earlier agent).
+// Either way later snapshots are compared with what the annotation holds.
+func (d *Decider) startPublication(log logr.Logger, st *podState, old *publication, now time.Time) *publication {
+	pub := &publication{rec: st.rec, last: now}
+	if old != nil && old.rec != nil {
+		carried, err := carriedOf(old, st.rec.Config(), now)
+		if err == nil {
+			pub.prior, pub.sent = carried, old.sent
+			return pub
+		}
+		log.Info("starting from the pod's published history only", "pod", st.ns+"/"+st.name, "err", err.Error())
+	}
+	pub.prior = d.prior(log, st)
 	if len(pub.prior) > 0 {
 		sum, err := sumOf(pub.prior, st.rec.Config(), now)
 		if err != nil {
@@ -393,6 +404,31 @@ func (d *Decider) startPublication(log logr.Logger, st *podState, now time.Time)
 		pub.sent = sum
 	}
 	return pub
+}
+
+// carriedOf is all an ended publication's pod learnt: its recommender's
+// containers with its prior, at now, each fitting cfg.
+func carriedOf(old *publication, cfg recommend.Config, now time.Time) (map[string]*recommend.Aggregate, error) {
+	out := map[string]*recommend.Aggregate{}
+	for _, c := range old.rec.Containers() {
+		out[c.Name()] = c.Snapshot(now)
+	}
+	for _, name := range slices.Sorted(maps.Keys(old.prior)) {
+		a, ok := out[name]
+		if !ok {
+			a = recommend.NewAggregate(old.rec.Config())
+			out[name] = a
+		}
+		if err := a.Merge(old.prior[name]); err != nil {
+			return nil, fmt.Errorf("carrying the earlier history of container %s: %w", name, err)
+		}
+	}
+	for name, a := range out {
+		if err := a.Compatible(cfg); err != nil {
+			return nil, fmt.Errorf("container %s: %w", name, err)
+		}
+	}
+	return out, nil
 }
 
 // snapshotOf is what st's containers learnt by themselves, merged with the

@@ -225,6 +225,7 @@ type snapshotFeed struct {
 	d   *Decider
 	f   *fakeCheckpoints
 	pod *corev1.Pod
+	pol *v1alpha1.SnugPolicy
 	t0  time.Time
 	sec int
 }
@@ -255,10 +256,11 @@ func (sf *snapshotFeed) publish(s int) int {
 func newSnapshotFeed(t *testing.T, pod *corev1.Pod) (*snapshotFeed, *Agent, *fakeKubelet) {
 	t.Helper()
 	t0 := time.Now()
-	a, d, fk := newTestDecider(t, false, []*corev1.Pod{pod}, selectorPolicy("pol", v1alpha1.UpdateModeInPlace))
+	pol := selectorPolicy("pol", v1alpha1.UpdateModeInPlace)
+	a, d, fk := newTestDecider(t, false, []*corev1.Pod{pod}, pol)
 	f := withCheckpoints(t, d, fk, nil)
 	observeSeeded(t, d, pod, t0, 20)
-	sf := &snapshotFeed{t: t, d: d, f: f, pod: pod, t0: t0, sec: 1}
+	sf := &snapshotFeed{t: t, d: d, f: f, pod: pod, pol: pol, t0: t0, sec: 1}
 	sf.d.publishSnapshots(context.Background(), logr.Discard(), t0) // the pod's publication starts
 	return sf, a, fk
 }
@@ -391,6 +393,46 @@ func TestCheckpointCarriesPrior(t *testing.T) {
 		}
 		if a.CPUSeconds != 300+301 {
 			t.Errorf("published cpu seconds %v, want 300 earlier + 301 own", a.CPUSeconds)
+		}
+	})
+}
+
+// TestCheckpointCarriesAcrossGenerations: a policy's new generation starts
+// the pod's recommender afresh; what the earlier one learnt but had not
+// published yet is carried into the new one's snapshots, not dropped.
+func TestCheckpointCarriesAcrossGenerations(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		pod := testPod("p", map[string]string{"app": "load"}, rl("50m", "64Mi"), rl("100m", "128Mi"))
+		sf, _, fk := newSnapshotFeed(t, pod)
+		sf.feed(59, 20)
+		if n := sf.publish(60); n != 1 {
+			t.Fatalf("%d snapshots at the interval, want the first", n)
+		}
+		sf.feed(30, 20) // 90 seconds learnt, 60 published
+		sf.pol.Generation++
+		// The new recommender starts once its checkpoint read is taken in.
+		for range settleRounds {
+			sf.feed(1, 20)
+			sf.publish(sf.sec)
+			if st := sf.d.pods[pod.UID]; st != nil && st.policyGen == sf.pol.Generation && len(st.containers) > 0 {
+				break
+			}
+		}
+		if n := sf.publish(sf.sec); n != 1 {
+			t.Fatalf("%d snapshots right after the new generation, want still 1", n)
+		}
+		sf.feed(60, 20)
+		at := sf.sec + 60
+		if n := sf.publish(at); n != 2 {
+			t.Fatalf("%d snapshots once the seconds doubled, want 2", n)
+		}
+		own := sf.d.pods[pod.UID].containers["app"].rc.Snapshot(sf.at(at)).CPUSeconds
+		got, err := annotated(t, fk, pod).Aggregate("app")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.CPUSeconds != 90+own {
+			t.Errorf("published cpu seconds %v, want the earlier generation's 90 (30 of them never published) + the new one's %v", got.CPUSeconds, own)
 		}
 	})
 }

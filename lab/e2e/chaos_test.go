@@ -146,10 +146,6 @@ func chaosLeaderDeleted(t *testing.T, pc *policyclient.Client, ns string) {
 		t.Fatalf("deleting the leader %s: %v", leader, err)
 	}
 	deleted := time.Now()
-	// A steady pod's agent publishes a snapshot only when it changed
-	// materially (docs/agent.md), so stand in for a publication: the pod's
-	// snapshot again, newer. The new leader must fold it in.
-	republishSnapshot(t, ns, "app=load")
 	// The standby, or the Deployment's replacement if it is quicker to
 	// the released Lease.
 	var next string
@@ -162,6 +158,11 @@ func chaosLeaderDeleted(t *testing.T, pc *policyclient.Client, ns string) {
 		return err == nil && p.DeletionTimestamp == nil, nil
 	})
 	takeover := time.Since(deleted)
+	// A steady pod's agent publishes a snapshot only when it changed
+	// materially (docs/agent.md), so stand in for a publication once the
+	// new leader leads: the pod's snapshot again, newer. The new leader
+	// must fold it in.
+	republishSnapshot(t, ns, "app=load")
 	if installedSnug != nil {
 		installedSnug.ControllerPod = next
 	}
