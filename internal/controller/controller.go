@@ -594,7 +594,14 @@ func (c *Controller) history(ctx context.Context, p *v1alpha1.SnugPolicy, pods [
 	// A record taken up or expired goes at once: it would size the
 	// owner's next pods.
 	evictedDone := len(next.evicted) != len(prev.evicted)
-	if cm != nil && !membership && !evictedDone && now.Sub(last) < c.cfg.CheckpointInterval {
+	// A terminating pod's newer snapshot is its agent's last (docs/agent.md,
+	// "final"): held back, the pod could be gone before the next write, and
+	// the older one kept would be what is retired.
+	final := slices.ContainsFunc(pods, func(pod *corev1.Pod) bool {
+		s, ok := next.pods[pod.UID]
+		return ok && pod.DeletionTimestamp != nil && s.Time.After(prev.pods[pod.UID].Time)
+	})
+	if cm != nil && !membership && !evictedDone && !final && now.Sub(last) < c.cfg.CheckpointInterval {
 		return rec, c.cfg.CheckpointInterval - now.Sub(last), nil
 	}
 	if cm == nil {

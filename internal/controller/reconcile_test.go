@@ -443,6 +443,65 @@ func TestReconcileStatusRecommendationBanded(t *testing.T) {
 	if p, _ = e.reconcile("web"); targetCPU(p) != want {
 		t.Errorf("after a new maxAllowed: target %dm, want %dm", targetCPU(p), want)
 	}
+	// A cap shows exactly even when status already observed the
+	// generation (a reconcile whose history step failed, say).
+	pol = p.DeepCopy()
+	want = want * 95 / 100
+	pol.Spec.ResourcePolicy.ContainerPolicies[0].MaxAllowed.CPU = ptr.To(resource.MustParse(fmt.Sprintf("%dm", want)))
+	if err := e.c.policyInf.GetIndexer().Update(pol); err != nil {
+		t.Fatal(err)
+	}
+	if p, _ = e.reconcile("web"); targetCPU(p) != want {
+		t.Errorf("a cap inside the band, generation observed: target %dm, want %dm", targetCPU(p), want)
+	}
+}
+
+// TestReconcileWritesFinalSnapshotAtOnce: a terminating pod's newer
+// snapshot (its agent's last) is folded into the checkpoint at once, not
+// held for the checkpoint interval, so that it is what is retired.
+func TestReconcileWritesFinalSnapshotAtOnce(t *testing.T) {
+	e := newReconcileEnv(t)
+	cfg := recommend.DefaultConfig()
+	pod := tb.Pod("web-1").Labels("app", "web").Container("app", "100m", "", "64Mi", "").Ready().Get()
+	annotate := func(p *corev1.Pod, seconds int) *corev1.Pod {
+		s, _ := json.Marshal(history.Snapshot{Time: e.clock.Now(), Containers: map[string]string{"app": snapshotOf(t, cfg, seconds, 120, 40<<20, e.clock.Now())}})
+		p = p.DeepCopy()
+		p.Annotations = map[string]string{history.SnapshotAnnotation: string(s)}
+		return p
+	}
+	e.add(annotate(pod, 600), tb.Policy("web").Selector("app", "web").Get())
+	e.reconcile("web")
+	stored := func() time.Time {
+		cm, err := e.cs.CoreV1().ConfigMaps(tb.Namespace).Get(t.Context(), history.CheckpointName("web"), metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var pods map[string]history.Snapshot
+		if err := json.Unmarshal([]byte(cm.Data["pods.json"]), &pods); err != nil {
+			t.Fatal(err)
+		}
+		return pods[string(pod.UID)].Time
+	}
+	first := stored()
+	store := e.c.factory.Core().V1().Pods().Informer().GetStore()
+	e.clock.Step(5 * time.Second)
+	if err := store.Update(annotate(pod, 605)); err != nil {
+		t.Fatal(err)
+	}
+	e.reconcile("web")
+	if got := stored(); !got.Equal(first) {
+		t.Fatalf("a live pod's newer snapshot written within the interval (%v, was %v)", got, first)
+	}
+	e.clock.Step(5 * time.Second)
+	last := annotate(pod, 610)
+	last.DeletionTimestamp = &metav1.Time{Time: e.clock.Now()}
+	if err := store.Update(last); err != nil {
+		t.Fatal(err)
+	}
+	e.reconcile("web")
+	if got := stored(); !got.Equal(e.clock.Now()) {
+		t.Errorf("the terminating pod's last snapshot not written at once: stored %v, want %v", got, e.clock.Now())
+	}
 }
 
 type countingStatus struct {

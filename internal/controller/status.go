@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -158,6 +159,12 @@ func recommendationMoved(was, next *v1alpha1.RecommendedPodResources, cfg recomm
 	}
 	for i, n := range next.ContainerRecommendations {
 		w := was.ContainerRecommendations[i]
+		// A target the spec capped (minAllowed, maxAllowed) is shown
+		// exactly: status must never show a target beyond the policy's
+		// bounds, whatever generation it was computed for.
+		if !equality.Semantic.DeepEqual(w.Target, n.Target) && !equality.Semantic.DeepEqual(n.Target, n.UncappedTarget) {
+			return true
+		}
 		if w.ContainerName != n.ContainerName || outside(w.Target, n.Target) || outside(w.LowerBound, n.LowerBound) ||
 			outside(w.UpperBound, n.UpperBound) || outside(w.UncappedTarget, n.UncappedTarget) {
 			return true
