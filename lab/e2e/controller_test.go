@@ -314,7 +314,14 @@ func testControllerDeployment(t *testing.T, pc *policyclient.Client) {
 	if err := retired.UnmarshalText([]byte(cm.Data["retired.app"])); err != nil {
 		t.Fatal(err)
 	}
-	check(t, "retired seconds (merged once)", retired.CPUSeconds, 600.0)
+	// Merged once: 600, not 1200. The agent on the node carried the
+	// hand-published snapshot as the pod's prior and, as the pod
+	// terminated, published its last one (docs/agent.md, "final"): the
+	// seconds it sampled itself may add to the 600.
+	if retired.CPUSeconds < 600 || retired.CPUSeconds >= 660 {
+		t.Errorf("retired seconds %.3f, want 600 merged once (plus under a minute the agent sampled)", retired.CPUSeconds)
+	}
+	t.Logf("retired seconds %.3f", retired.CPUSeconds)
 }
 
 func mapsKeys(m map[string]string) func(func(string) bool) {
