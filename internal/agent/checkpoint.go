@@ -413,15 +413,8 @@ func carriedOf(old *publication, cfg recommend.Config, now time.Time) (map[strin
 	for _, c := range old.rec.Containers() {
 		out[c.Name()] = c.Snapshot(now)
 	}
-	for _, name := range slices.Sorted(maps.Keys(old.prior)) {
-		a, ok := out[name]
-		if !ok {
-			a = recommend.NewAggregate(old.rec.Config())
-			out[name] = a
-		}
-		if err := a.Merge(old.prior[name]); err != nil {
-			return nil, fmt.Errorf("carrying the earlier history of container %s: %w", name, err)
-		}
+	if err := mergePrior(out, old.prior, old.rec.Config()); err != nil {
+		return nil, err
 	}
 	for name, a := range out {
 		if err := a.Compatible(cfg); err != nil {
@@ -443,17 +436,26 @@ func snapshotOf(st *podState, pub *publication, now time.Time) (map[string]*reco
 		seconds += a.CPUSeconds + a.MemorySeconds
 		aggs[name] = a
 	}
-	for _, name := range slices.Sorted(maps.Keys(pub.prior)) {
-		a, ok := aggs[name]
-		if !ok {
-			a = recommend.NewAggregate(st.rec.Config())
-			aggs[name] = a
-		}
-		if err := a.Merge(pub.prior[name]); err != nil {
-			return nil, 0, fmt.Errorf("carrying the earlier history of container %s: %w", name, err)
-		}
+	if err := mergePrior(aggs, pub.prior, st.rec.Config()); err != nil {
+		return nil, 0, err
 	}
 	return aggs, seconds, nil
+}
+
+// mergePrior merges each container's prior into aggs, adding an empty
+// aggregate under cfg for a container aggs lacks.
+func mergePrior(aggs, prior map[string]*recommend.Aggregate, cfg recommend.Config) error {
+	for _, name := range slices.Sorted(maps.Keys(prior)) {
+		a, ok := aggs[name]
+		if !ok {
+			a = recommend.NewAggregate(cfg)
+			aggs[name] = a
+		}
+		if err := a.Merge(prior[name]); err != nil {
+			return fmt.Errorf("carrying the earlier history of container %s: %w", name, err)
+		}
+	}
+	return nil
 }
 
 // prior reads the snapshot a pod already carries when its recommender
