@@ -130,10 +130,16 @@ func agentSuite(t *testing.T, node string) {
 			a, b := after[len(after)-2].MemoryWorkingSetBytes, after[len(after)-1].MemoryWorkingSetBytes
 			return !v2 || (b > idle+50<<20 && max(a, b)-min(a, b) < 1<<20)
 		})
+		readAt := time.Now()
 		last := pts[len(pts)-1]
 		ws, held := float64(last.MemoryWorkingSetBytes), float64(100<<20)
 		t.Logf("working set idle %.1f MiB, holding 100Mi %.1f MiB (usage %.1f MiB, limit %.0f MiB, headroom %.1f MiB)",
 			float64(idle)/(1<<20), ws/(1<<20), float64(last.MemoryUsageBytes)/(1<<20), float64(*last.MemoryLimitBytes)/(1<<20), float64(*last.MemoryHeadroomBytes)/(1<<20))
+		if d := ws - float64(idle); math.Abs(ws-held) > 0.05*held || math.Abs(d-held) > 0.05*held {
+			// Two samples that agree may be a guest that stopped (its
+			// agent's last samples repeat): not a reading of the load.
+			skipIfV2Stalled(t, readAt, "working set %.1f MiB (%.1f MiB above idle) read while the guest was not beating", ws/(1<<20), d/(1<<20))
+		}
 		if math.Abs(ws-held) > 0.05*held {
 			t.Errorf("working set %.1f MiB, want 100 MiB within 5%%", ws/(1<<20))
 		}

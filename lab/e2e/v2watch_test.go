@@ -158,6 +158,31 @@ func skipIfV2Hung(t *testing.T, format string, args ...any) {
 	t.Skipf("not a result: %v; after it: %s", err, fmt.Sprintf(format, args...))
 }
 
+// skipIfV2Stalled is for a check that read the guest at readAt and is
+// about to fail: a guest that had already stopped beating then (a hang
+// the watchdog declares only after v2StallAfter of silence) gave a stale
+// or starved reading, not a result. It waits until the guest beats after
+// readAt (it ran: the failure stands, and the caller reports it) or the
+// watchdog declares the hang (the test is skipped, as skipIfV2Hung does).
+// Outside TestV2Node it returns at once.
+func skipIfV2Stalled(t *testing.T, readAt time.Time, format string, args ...any) {
+	t.Helper()
+	if v2Watch.Load() == nil {
+		return
+	}
+	deadline := time.Now().Add(v2StallAfter + 10*time.Second)
+	for time.Now().Before(deadline) {
+		if errV2Hung() != nil {
+			skipIfV2Hung(t, format, args...)
+		}
+		if beat, ok := lab.V2LastBeat(labOpts); ok && beat.After(readAt) {
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	skipIfV2Hung(t, format, args...)
+}
+
 // runV2Case runs a case of TestV2Node as a subtest, and once more when the
 // guest's hang cut it short (it was skipped for it).
 func runV2Case(t *testing.T, w *v2Watchdog, name string, f func(*testing.T)) {

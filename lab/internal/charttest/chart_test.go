@@ -467,6 +467,12 @@ func TestTLS(t *testing.T) {
 				t.Errorf("agent probe %+v, want HTTPS on its one port", p.HTTPGet)
 			}
 		}
+		// A busy node must not get the agent restarted: each liveness
+		// try may take 5 s, and a restart needs a minute of failures.
+		if l := ac.LivenessProbe; l.TimeoutSeconds < 5 || l.PeriodSeconds*l.FailureThreshold < 60 {
+			t.Errorf("agent liveness probe: timeout %ds, %d failures %ds apart; want at least 5 s a try and a minute of failures before a restart",
+				l.TimeoutSeconds, l.FailureThreshold, l.PeriodSeconds)
+		}
 		for _, p := range []*corev1.Probe{cc.ReadinessProbe, cc.LivenessProbe} {
 			if p.HTTPGet.Scheme == corev1.URISchemeHTTPS {
 				t.Errorf("controller probe %+v, want its plain HTTP health port", p.HTTPGet)
