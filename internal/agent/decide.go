@@ -186,6 +186,9 @@ type containerState struct {
 	logged      [2]recommend.Change // last logged cpu and memory change
 	wsBytes     int64
 	cpuMillis   int64
+	// restartHeldID is the container instance whose held RestartContainer
+	// change was told in an event (once per instance).
+	restartHeldID string
 	// cpuRequest and memRequest are the container's series of its actual
 	// requests (made once, so a sample sets them without hashing labels).
 	cpuRequest, memRequest prometheus.Gauge
@@ -317,6 +320,10 @@ func (d *Decider) Observe(ctx context.Context, ref ContainerRef, p Point) {
 	if st.admitted && cs.samples <= d.cfg.Recommend.WarmupSamples {
 		dec = holdBaseline(dec)
 		cs.last = dec
+	}
+	if held, ok := holdRestarting(pod, ref.Container, dec, actual); ok {
+		d.saidRestartRequired(pod, cs, ref, dec, held)
+		dec, cs.last = held, held
 	}
 	if dec.CPU.Action != recommend.Hold {
 		d.metrics.decisions.WithLabelValues(dec.CPU.Action.String(), "cpu").Inc()

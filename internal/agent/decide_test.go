@@ -375,26 +375,77 @@ func TestDeciderLeavesAlone(t *testing.T) {
 	}
 }
 
-// TestDeciderRefusedPlanIsNotSent: a container that would restart to be
-// resized (resizePolicy RestartContainer) is refused by the planner; the
-// decider sends nothing and backs off instead of asking every second.
-func TestDeciderRefusedPlanIsNotSent(t *testing.T) {
-	ctx := context.Background()
-	pod := testPod("p", map[string]string{"app": "load"}, rl("50m", "64Mi"), rl("100m", "128Mi"))
-	pod.Spec.Containers[0].ResizePolicy = []corev1.ContainerResizePolicy{{ResourceName: corev1.ResourceCPU, RestartPolicy: corev1.RestartContainer}}
-	_, d, fk := newTestDecider(t, false, []*corev1.Pod{pod}, selectorPolicy("pol", v1alpha1.UpdateModeInPlace))
-	now := time.Now()
-	d.Observe(ctx, refOf(pod), throttled(now, 100))
-	d.PassDone(ctx)
-	d.Observe(ctx, refOf(pod), throttled(now.Add(time.Second), 100))
-	d.PassDone(ctx)
-	d.Wait()
-	if len(fk.patches) != 0 {
-		t.Errorf("sent %d patches, want none", len(fk.patches))
+// TestDeciderHoldsRestartingResources: a change to a resource whose
+// resizePolicy is RestartContainer would restart the container, so it is
+// held (RestartRequired, told once per container instance) and nothing
+// of it is sent; the container's other resource is still resized in place
+// (before, the planner refused the pair and the CPU went unresized too).
+func TestDeciderHoldsRestartingResources(t *testing.T) {
+	// memoryHungry is throttled at its cpu limit with its working set at
+	// its memory limit: it wants both grown.
+	memoryHungry := func(at time.Time) Point {
+		p := throttled(at, 100)
+		p.MemoryWorkingSetBytes, p.MemoryHeadroomBytes, p.MemoryHeadroomFraction = 126<<20, 2<<20, 2.0/128
+		p.MemoryUsageBytes = 126 << 20
+		return p
 	}
-	v := d.View(pod.UID, "app")
-	if v == nil || v.LastDecision == nil || v.LastDecision.CPU.Why != "Backoff" {
-		t.Errorf("last decision %+v, want cpu held by Backoff after the refusal", v.LastDecision)
+	for _, tc := range []struct {
+		name       string
+		restarting corev1.ResourceName
+		wantHeld   string
+	}{
+		{"memory RestartContainer", corev1.ResourceMemory, "memory"},
+		{"cpu RestartContainer", corev1.ResourceCPU, "cpu"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ctx := context.Background()
+				pod := testPod("p", map[string]string{"app": "load"}, rl("50m", "64Mi"), rl("100m", "128Mi"))
+				pod.Spec.Containers[0].ResizePolicy = []corev1.ContainerResizePolicy{{ResourceName: tc.restarting, RestartPolicy: corev1.RestartContainer}}
+				_, d, fk := newTestDecider(t, false, []*corev1.Pod{pod}, selectorPolicy("pol", v1alpha1.UpdateModeInPlace))
+				rec := record.NewFakeRecorder(16)
+				d.cfg.Recorder = rec
+				now := time.Now()
+				for i := range 3 {
+					d.Observe(ctx, refOf(pod), memoryHungry(now.Add(time.Duration(i)*time.Second)))
+					d.PassDone(ctx)
+					synctest.Wait()
+				}
+				d.Wait()
+				fk.mu.Lock()
+				patches := slices.Clone(fk.patches)
+				fk.mu.Unlock()
+				if len(patches) == 0 {
+					t.Fatalf("no patch sent: the resource that does not restart was not resized")
+				}
+				for _, p := range patches {
+					if strings.Contains(string(p), "/"+string(tc.restarting)) {
+						t.Errorf("patch %s changes %s, whose resizePolicy is RestartContainer", p, tc.restarting)
+					}
+				}
+				got := fk.get("p").Spec.Containers[0].Resources
+				other := corev1.ResourceCPU
+				if tc.restarting == corev1.ResourceCPU {
+					other = corev1.ResourceMemory
+				}
+				if before, after := pod.Spec.Containers[0].Resources.Limits[other], got.Limits[other]; after.Cmp(before) <= 0 {
+					t.Errorf("%s limit %s, want grown from %s", other, after.String(), before.String())
+				}
+				v := d.View(pod.UID, "app")
+				ch := v.LastDecision.CPU
+				if tc.restarting == corev1.ResourceMemory {
+					ch = v.LastDecision.Memory
+				}
+				if ch.Action != "Hold" || ch.Why != "RestartRequired" {
+					t.Errorf("last %s decision %+v, want Hold RestartRequired", tc.restarting, ch)
+				}
+				evs := slices.DeleteFunc(events(rec), func(e string) bool { return !strings.Contains(e, ReasonRestartRequired) })
+				if len(evs) != 1 || !strings.HasPrefix(evs[0], "Warning RestartRequired snug leaves "+tc.wantHeld+" of container app as it is") ||
+					!strings.Contains(evs[0], "its resizePolicy is RestartContainer") {
+					t.Errorf("RestartRequired events %q, want one Warning holding %s", evs, tc.wantHeld)
+				}
+			})
+		})
 	}
 }
 

@@ -33,6 +33,10 @@ const (
 	// ReasonStartupBoost: a container's startup boost was applied or ended
 	// (Normal), or none could be given (Warning: nothing fitted).
 	ReasonStartupBoost = "StartupBoost"
+	// ReasonRestartRequired: a change snug wanted was held because the
+	// container's resizePolicy for that resource is RestartContainer (once
+	// per container instance; Warning when a grow was held).
+	ReasonRestartRequired = "RestartRequired"
 	// ReasonPodLevelResources: the pod sets pod-level resources
 	// (spec.resources), which snug does not resize yet (once per pod).
 	ReasonPodLevelResources = "PodLevelResources"

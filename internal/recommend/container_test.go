@@ -1,6 +1,7 @@
 package recommend
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -209,13 +210,15 @@ func TestReasonStrings(t *testing.T) {
 		{Reason{Why: WhyCapped, Value: 2500, Limit: 1900, Outcome: "Infeasible"}, "cpu wants 2500m but is capped at 1900m (Infeasible)"},
 		{Reason{Why: WhyLoadGone, Value: 1174, Request: 500}, "cpu target 1174m is above request 500m, but the load that asked for it is over"},
 		{Reason{Why: WhyLoadNow, Value: 32, Request: 63, Limit: 86}, "cpu shrink to 32m waits: demand now is 86m, over the limit it would bring"},
+		{Reason{Why: WhyRestartRequired, Memory: true, Value: 96 << 20, Request: 64 << 20}, "memory wants 96Mi but is held at request 64Mi: its resizePolicy is RestartContainer, so a resize would restart the container"},
 	} {
 		if got := tc.r.String(); got != tc.want {
 			t.Errorf("%v: got %q, want %q", tc.r.Why, got, tc.want)
 		}
 	}
-	for w := WhyNoData; w <= WhyLoadNow; w++ {
-		if w.String() == "" || (Reason{Why: w}).String() == "" {
+	// Every reason up to the last one declared has a name of its own.
+	for w := WhyNoData; w <= WhyRestartRequired; w++ {
+		if w.String() == "" || strings.HasPrefix(w.String(), "Why(") || (Reason{Why: w}).String() == "" {
 			t.Errorf("reason %d has no name or text", w)
 		}
 	}

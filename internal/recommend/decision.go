@@ -108,7 +108,8 @@ const (
 	WhyRegrown     // cpu shrink would go under the level the load came back to, within MinTrough, after the last shrink
 	WhyTiedLimit   // memory shrink would lower a limit equal to the request under the day's peak working set plus headroom
 	// Held by the caller.
-	WhyStartupBoost // the container runs a startup boost; its cpu is the boost's until it ends
+	WhyStartupBoost    // the container runs a startup boost; its cpu is the boost's until it ends
+	WhyRestartRequired // the resource's resizePolicy is RestartContainer: an in-place change would restart the container
 )
 
 var whyNames = [...]string{
@@ -139,6 +140,7 @@ var whyNames = [...]string{
 	WhyRegrown:         "Regrown",
 	WhyTiedLimit:       "TiedLimit",
 	WhyStartupBoost:    "StartupBoost",
+	WhyRestartRequired: "RestartRequired",
 }
 
 // String returns the reason's name, such as "Throttled".
@@ -240,6 +242,8 @@ func (r Reason) String() string {
 		return fmt.Sprintf("memory shrink held at %s (request %s): the limit moves with the request and must hold the day's peak working set plus headroom", r.q(r.Value), r.q(r.Request))
 	case WhyStartupBoost:
 		return fmt.Sprintf("cpu held at %s: the container runs its startup boost", r.q(r.Request))
+	case WhyRestartRequired:
+		return fmt.Sprintf("%s wants %s but is held at request %s: its resizePolicy is RestartContainer, so a resize would restart the container", r.res(), r.q(r.Value), r.q(r.Request))
 	}
 	return r.Why.String()
 }
