@@ -144,6 +144,42 @@ type PodUpdatePolicy struct {
 	// +kubebuilder:default=2
 	// +kubebuilder:validation:Minimum=1
 	MinReplicas *int32 `json:"minReplicas,omitempty"`
+
+	// restartWindow lets snug apply a change to a container resource whose
+	// resizePolicy is RestartContainer (a JVM's or a GOMEMLIMIT program's
+	// memory) by the restart the kubelet makes for it, at a safe moment: one
+	// pod of the policy at a time, while its other pods are Ready and its
+	// PodDisruptionBudgets allow a disruption, never while the container
+	// starts. When absent, such a change is held and no container is
+	// restarted. Only InPlace and InPlaceOrRecreate resize.
+	// +optional
+	RestartWindow *RestartWindow `json:"restartWindow,omitempty"`
+}
+
+// RestartWindow says when snug may restart a container to resize it.
+type RestartWindow struct {
+	// singleReplica lets snug restart a container of the policy's only
+	// running pod, which leaves the workload unavailable while the
+	// container restarts; without it such a pod gets no window.
+	// +optional
+	SingleReplica bool `json:"singleReplica,omitempty"`
+
+	// minIntervalSeconds is the least time between two restarts of one
+	// container, counted from its last start, and so also how long a
+	// container runs before snug restarts it at all. Defaults to 3600.
+	// +optional
+	// +kubebuilder:default=3600
+	// +kubebuilder:validation:Minimum=60
+	// +kubebuilder:validation:Maximum=604800
+	MinIntervalSeconds *int32 `json:"minIntervalSeconds,omitempty"`
+
+	// minShrinkPercent is the least share of a memory limit a shrink must
+	// take off to be worth a restart. Any grow is. Defaults to 20.
+	// +optional
+	// +kubebuilder:default=20
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=90
+	MinShrinkPercent *int32 `json:"minShrinkPercent,omitempty"`
 }
 
 // PodResourcePolicy says which containers and resources snug may change.

@@ -25,8 +25,9 @@ func full() *SnugPolicy {
 			TargetRef: &CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"},
 			Selector:  &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
 			UpdatePolicy: &PodUpdatePolicy{
-				UpdateMode:  UpdateModeInPlaceOrRecreate,
-				MinReplicas: ptr.To[int32](3),
+				UpdateMode:    UpdateModeInPlaceOrRecreate,
+				MinReplicas:   ptr.To[int32](3),
+				RestartWindow: &RestartWindow{SingleReplica: true, MinIntervalSeconds: ptr.To[int32](600), MinShrinkPercent: ptr.To[int32](30)},
 			},
 			ResourcePolicy: &PodResourcePolicy{ContainerPolicies: []ContainerResourcePolicy{{
 				ContainerName:       "app",
@@ -119,6 +120,8 @@ func TestDeepCopy(t *testing.T) {
 	cp.Spec.TargetRef.Name = "other"
 	cp.Spec.Selector.MatchLabels["app"] = "other"
 	*cp.Spec.UpdatePolicy.MinReplicas = 9
+	*cp.Spec.UpdatePolicy.RestartWindow.MinIntervalSeconds = 9
+	*cp.Spec.UpdatePolicy.RestartWindow.MinShrinkPercent = 9
 	p := &cp.Spec.ResourcePolicy.ContainerPolicies[0]
 	p.ControlledResources[0] = corev1.ResourceMemory
 	*p.MinAllowed.CPU = resource.MustParse("1")

@@ -81,6 +81,7 @@ var needs = map[string]map[perm]use{
 		{"", "pods", "list", ""}:                                      {file: "internal/controller/controller.go", snippet: "c.factory.Core().V1().Pods()"},
 		{"", "pods", "watch", ""}:                                     {file: "internal/controller/controller.go", snippet: "c.factory.Core().V1().Pods()"},
 		{"", "pods/eviction", "create", ""}:                           {file: "internal/controller/evict.go", snippet: ".EvictV1(ctx, "},
+		{"", "pods/status", "patch", ""}:                              {file: "internal/controller/restart.go", snippet: `types.StrategicMergePatchType, body, metav1.PatchOptions{}, "status")`},
 		{"", "configmaps", "list", ""}:                                {file: "internal/controller/controller.go", snippet: "c.cmFactory.Core().V1().ConfigMaps()"},
 		{"", "configmaps", "watch", ""}:                               {file: "internal/controller/controller.go", snippet: "c.cmFactory.Core().V1().ConfigMaps()"},
 		{"", "configmaps", "create", ""}:                              {file: "internal/controller/controller.go", snippet: "cms.Create(ctx, cm, "},

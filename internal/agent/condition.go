@@ -23,7 +23,8 @@ const ConditionNamespaceLimited corev1.PodConditionType = "autoscaling.snug.dev/
 // reasonFits goes with ConditionNamespaceLimited False.
 const reasonFits = "Fits"
 
-// podCondition is one state of a pod's ConditionNamespaceLimited.
+// podCondition is one state of a pod condition the agent writes
+// (ConditionNamespaceLimited, policy.ConditionRestartWanted).
 type podCondition struct {
 	status          corev1.ConditionStatus
 	reason, message string
@@ -32,38 +33,44 @@ type podCondition struct {
 // conditionPatchTimeout bounds one write of the condition.
 const conditionPatchTimeout = 10 * time.Second
 
-// setNamespaceCondition writes the pod's ConditionNamespaceLimited when it
-// differs from what the pod shows (and from what the agent last wrote, the
+// setNamespaceCondition writes the pod's ConditionNamespaceLimited
+// (setPodCondition).
+func (d *Decider) setNamespaceCondition(ctx context.Context, log logr.Logger, st *podState, pod *corev1.Pod, c podCondition) {
+	d.setPodCondition(ctx, log, st, pod, ConditionNamespaceLimited, c, &st.nsCondition)
+}
+
+// setPodCondition writes the pod's condition of type typ when it differs
+// from what the pod shows (and from *last, what the agent last wrote, the
 // informer lagging behind a write), as an effect (effects.go); False is
 // written only over a True. A write that fails is logged and tried again
 // the next time the condition is set.
-func (d *Decider) setNamespaceCondition(ctx context.Context, log logr.Logger, st *podState, pod *corev1.Pod, c podCondition) {
-	if d.cfg.ResizeClient == nil || d.cfg.DryRun || st.nsCondition == c {
+func (d *Decider) setPodCondition(ctx context.Context, log logr.Logger, st *podState, pod *corev1.Pod, typ corev1.PodConditionType, c podCondition, last *podCondition) {
+	if d.cfg.ResizeClient == nil || d.cfg.DryRun || *last == c {
 		return
 	}
 	var shown *corev1.PodCondition
 	for i := range pod.Status.Conditions {
-		if pod.Status.Conditions[i].Type == ConditionNamespaceLimited {
+		if pod.Status.Conditions[i].Type == typ {
 			shown = &pod.Status.Conditions[i]
 		}
 	}
 	if shown != nil && shown.Status == c.status && shown.Reason == c.reason && shown.Message == c.message {
-		st.nsCondition = c
+		*last = c
 		return
 	}
-	if c.status == corev1.ConditionFalse && (shown == nil || shown.Status != corev1.ConditionTrue) && st.nsCondition.status != corev1.ConditionTrue {
+	if c.status == corev1.ConditionFalse && (shown == nil || shown.Status != corev1.ConditionTrue) && last.status != corev1.ConditionTrue {
 		return
 	}
 	since := d.clock.Now()
 	if shown != nil && shown.Status == c.status {
 		since = shown.LastTransitionTime.Time
 	}
-	body, err := conditionPatch(c, since)
+	body, err := conditionPatch(typ, c, since)
 	if err != nil {
 		log.Error(err, "writing the pod's condition", "pod", st.ns+"/"+st.name)
 		return
 	}
-	st.nsCondition = c
+	*last = c
 	ns, name := st.ns, st.name
 	d.fx.start(ctx, "", func(ctx context.Context) settleFunc {
 		pctx, cancel := context.WithTimeout(ctx, conditionPatchTimeout)
@@ -73,25 +80,25 @@ func (d *Decider) setNamespaceCondition(ctx context.Context, log logr.Logger, st
 			return nil
 		}
 		return func(_ context.Context, log logr.Logger) {
-			log.Error(err, "writing the pod's condition", "pod", ns+"/"+name, "condition", string(ConditionNamespaceLimited), "reason", c.reason)
-			if st.nsCondition == c {
-				st.nsCondition = podCondition{}
+			log.Error(err, "writing the pod's condition", "pod", ns+"/"+name, "condition", string(typ), "reason", c.reason)
+			if *last == c {
+				*last = podCondition{}
 			}
 		}
 	})
 }
 
 // conditionPatch is the strategic merge patch of the pod's status that sets
-// the condition (conditions merge on their type), its status true since
-// since.
-func conditionPatch(c podCondition, since time.Time) ([]byte, error) {
+// the condition of type typ (conditions merge on their type), its status
+// true since since.
+func conditionPatch(typ corev1.PodConditionType, c podCondition, since time.Time) ([]byte, error) {
 	cond := corev1.PodCondition{
-		Type: ConditionNamespaceLimited, Status: c.status, Reason: c.reason, Message: c.message,
+		Type: typ, Status: c.status, Reason: c.reason, Message: c.message,
 		LastTransitionTime: metav1.NewTime(since),
 	}
 	b, err := json.Marshal(map[string]any{"status": map[string]any{"conditions": []corev1.PodCondition{cond}}})
 	if err != nil {
-		return nil, fmt.Errorf("encoding condition %s: %w", ConditionNamespaceLimited, err)
+		return nil, fmt.Errorf("encoding condition %s: %w", typ, err)
 	}
 	return b, nil
 }

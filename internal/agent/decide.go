@@ -160,8 +160,9 @@ type podState struct {
 	// refused is the last patch the API server refused, not sent again
 	// unchanged; an applied resize clears it.
 	refused *refusedPatch
-	// nsCondition is the ConditionNamespaceLimited last written.
-	nsCondition podCondition
+	// nsCondition is the ConditionNamespaceLimited last written,
+	// restartCond the policy.ConditionRestartWanted.
+	nsCondition, restartCond podCondition
 	// pendingReason and pendingSince are the pod's pending resize as its
 	// metric shows it (observePending).
 	pendingReason string
@@ -186,6 +187,12 @@ type containerState struct {
 	logged      [2]recommend.Change // last logged cpu and memory change
 	wsBytes     int64
 	cpuMillis   int64
+	// restartWant names the container and the resources it would change
+	// with a restart in a window, "" when none (restartGoes); restartSentID
+	// is the instance a restarting resize was sent for, until it restarted
+	// (handleRestart); oomInstance is the instance that runs because its
+	// predecessor was OOM-killed.
+	restartWant, restartSentID, oomInstance string
 	// restartHeldID is the container instance whose held RestartContainer
 	// change was told in an event (once per instance).
 	restartHeldID string
@@ -321,8 +328,13 @@ func (d *Decider) Observe(ctx context.Context, ref ContainerRef, p Point) {
 		dec = holdBaseline(dec)
 		cs.last = dec
 	}
-	if held, ok := holdRestarting(pod, ref.Container, dec, actual); ok {
-		d.saidRestartRequired(pod, cs, ref, dec, held)
+	if oom {
+		cs.oomInstance = ref.ContainerID
+	}
+	if held, ok := holdRestarting(pod, ref.Container, dec, actual); !ok {
+		cs.restartWant = ""
+	} else if !d.restartGoes(st, cs, pod, ref, status, dec, actual, p.Time) {
+		d.saidRestartRequired(pod, st, cs, ref, dec, held)
 		dec, cs.last = held, held
 	}
 	if dec.CPU.Action != recommend.Hold {
@@ -577,6 +589,7 @@ func (d *Decider) PassDone(ctx context.Context) {
 		if d.handleBoost(ctx, log, st, pod, now) {
 			continue // the boost's resize is in flight; decide again after it
 		}
+		d.handleRestart(ctx, log, st, pod)
 		if d.handleDeferred(ctx, log, st, pod, now) {
 			continue // the fit is in flight; decide again after it
 		}
@@ -644,7 +657,12 @@ func (d *Decider) plan(ctx context.Context, log logr.Logger, st *podState, pod *
 	if len(wish.Containers) == 0 {
 		return evHold
 	}
-	in := resize.Input{Pod: pod, Usage: usage, Wish: wish, Options: st.opts}
+	// Only a granted restart window lets a change to a RestartContainer
+	// resource through (restartGoes).
+	restarting := restartingPlan(pod, st)
+	opts := st.opts
+	opts.AllowRestart = len(restarting) > 0
+	in := resize.Input{Pod: pod, Usage: usage, Wish: wish, Options: opts}
 	if node, err := d.cfg.Node(); err == nil && node != nil {
 		in.NodeAllocatable = node.Status.Allocatable
 	} else {
@@ -719,6 +737,13 @@ func (d *Decider) plan(ctx context.Context, log logr.Logger, st *podState, pod *
 		return evHold
 	}
 	st.rec.Sent(now)
+	if len(restarting) > 0 {
+		for _, name := range restarting {
+			st.containers[name].restartSentID = st.containers[name].containerID
+		}
+		d.metrics.restartResizes.WithLabelValues(st.ns, policyName(st.policy), "Sent").Inc()
+		d.event(pod, corev1.EventTypeNormal, ReasonRestartWindow, "snug resizes "+job.summary+" in the restart window the controller granted; the kubelet restarts "+strings.Join(restarting, ", ")+" to apply it")
+	}
 	d.metrics.resizesLastHour.Observe(float64(st.rec.ResizesInLastHour(now)))
 	log.Info("resizing", "plan", job.summary, "notes", notes(plan), "predicted", plan.Predicted.String())
 	return evSent

@@ -37,6 +37,7 @@ type Metrics struct {
 	deferredActions *prometheus.CounterVec
 	boosts          *prometheus.CounterVec
 	unboostDelay    prometheus.Histogram
+	restartResizes  *prometheus.CounterVec
 
 	// Learnt history (checkpoint.go).
 	snapshots     *prometheus.CounterVec
@@ -132,6 +133,10 @@ func newMetrics() *Metrics {
 			Namespace: "snug", Subsystem: "agent", Name: "startup_boosts_total",
 			Help: "Startup boosts of containers, by event: boosted (applied), ended (set back).",
 		}, []string{"namespace", "policy", "event"}),
+		restartResizes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "snug", Subsystem: "agent", Name: "restart_resizes_total",
+			Help: "Resizes of RestartContainer resources in a restart window, by event: Sent (the resize that restarts the container), Restarted (the new instance Ready).",
+		}, []string{"namespace", "policy", "event"}),
 		unboostDelay: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Namespace: "snug", Subsystem: "agent", Name: "unboost_delay_seconds",
 			Help: "Time from a boosted pod's containers being Ready (plus the policy's durationSeconds) to the end of the boost applied.",
@@ -170,7 +175,7 @@ func newMetrics() *Metrics {
 		}, []string{"namespace", "pod", "policy", "reason"}),
 	}
 	m.reg.MustRegister(m.passDuration, m.tracked, m.readErrors, m.gone, m.findErrors,
-		m.decisions, m.outcomes, m.appliedLatency, m.budgetHits, m.resizesLastHour, m.deferredActions, m.boosts, m.unboostDelay, m.snapshots, m.snapshotsHeld, m.seeds,
+		m.decisions, m.outcomes, m.appliedLatency, m.budgetHits, m.resizesLastHour, m.deferredActions, m.boosts, m.unboostDelay, m.restartResizes, m.snapshots, m.snapshotsHeld, m.seeds,
 		m.cpuUsage, m.cpuLimit, m.throttledRatio, m.throttledRate, m.workingSet, m.memoryLimit, m.headroom, m.oomKills, m.pressure,
 		m.cpuRequest, m.memoryRequest, m.pendingSince,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

@@ -37,6 +37,10 @@ const (
 	// container's resizePolicy for that resource is RestartContainer (once
 	// per container instance; Warning when a grow was held).
 	ReasonRestartRequired = "RestartRequired"
+	// ReasonRestartWindow: in a restart window the controller granted, the
+	// agent sent a resize that the kubelet applies by restarting the
+	// container (policy updatePolicy.restartWindow).
+	ReasonRestartWindow = "RestartWindow"
 	// ReasonPodLevelResources: the pod sets pod-level resources
 	// (spec.resources), which snug does not resize yet (once per pod).
 	ReasonPodLevelResources = "PodLevelResources"

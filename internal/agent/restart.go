@@ -3,10 +3,14 @@ package agent
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
+	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/snug-dev/snug/internal/policy"
 	"github.com/snug-dev/snug/internal/recommend"
 )
 
@@ -59,7 +63,7 @@ func restartHold(ch recommend.Change, memory bool, request, limit int64) recomme
 // the log, that a change it wanted was held because it would restart the
 // container: a Warning when a grow was held (the container may be starved
 // or OOM-killed at its size), Normal for a shrink.
-func (d *Decider) saidRestartRequired(pod *corev1.Pod, cs *containerState, ref ContainerRef, wanted, held recommend.Decision) {
+func (d *Decider) saidRestartRequired(pod *corev1.Pod, st *podState, cs *containerState, ref ContainerRef, wanted, held recommend.Decision) {
 	if cs.restartHeldID == ref.ContainerID {
 		return
 	}
@@ -75,7 +79,15 @@ func (d *Decider) saidRestartRequired(pod *corev1.Pod, cs *containerState, ref C
 		}
 		what = append(what, fmt.Sprintf("%s (%s: %s)", c[1].Reason, c[0].Action, c[0].Reason))
 	}
-	msg := fmt.Sprintf("snug leaves %s of container %s as it is, as it resizes in place only: %s", restartResources(held), ref.Container, strings.Join(what, "; "))
+	msg := fmt.Sprintf("snug leaves %s of container %s as it is for now: %s", restartResources(held), ref.Container, strings.Join(what, "; "))
+	switch w, ok := policy.RestartWindowOf(st.pol); {
+	case cs.restartWant != "":
+		msg += "; it asks the controller for a restart window (pod condition " + string(policy.ConditionRestartWanted) + ")"
+	case ok:
+		msg += fmt.Sprintf("; the policy's restart window is for a change worth a restart (a grow, or a shrink of %d%% or more) of a container Ready and running for %s, or restarted by an OOM kill", w.MinShrinkPercent, w.MinInterval)
+	default:
+		msg += "; a policy with updatePolicy.restartWindow lets snug restart it to resize, at a safe moment"
+	}
 	d.containerLog(context.Background(), pod, ref.Container).Info("change held: the container's resizePolicy is RestartContainer", "held", strings.Join(what, "; "))
 	d.event(pod, typ, ReasonRestartRequired, msg)
 }
@@ -90,4 +102,130 @@ func restartResources(dec recommend.Decision) string {
 		rs = append(rs, "memory")
 	}
 	return strings.Join(rs, " and ")
+}
+
+// Reasons of the pod condition policy.ConditionRestartWanted.
+const (
+	reasonRestartWanted     = "ResizeNeedsRestart"
+	reasonRestartNotWanted  = "NotWanted"
+	reasonRestartedToResize = "Restarted"
+)
+
+// restartGoes decides a held change's fate under the policy's restart
+// window (docs/agent.md, "Restart windows"). It records in cs.restartWant
+// which of the container's resources would change with a restart, which
+// the pod's RestartWanted condition follows (handleRestart), and reports
+// whether the change goes out now: the controller granted the pod a window
+// (RestartGranted True) and no restarting resize was sent yet for this
+// container instance.
+//
+// A container asks when the policy has a window, the change is worth a
+// restart (RestartWindow.Worth on the limit, or the request without one),
+// and the container is past its start-up: Ready and running for the
+// window's minimum interval. A container that runs because its last
+// instance was OOM-killed asks at once: the kill already cost the restart,
+// and the window makes the next start the last at this size.
+func (d *Decider) restartGoes(st *podState, cs *containerState, pod *corev1.Pod, ref ContainerRef, status *corev1.ContainerStatus, dec recommend.Decision, actual recommend.Resources, now time.Time) bool {
+	cs.restartWant = ""
+	w, ok := policy.RestartWindowOf(st.pol)
+	if !ok || !st.actuates() || status == nil || status.State.Running == nil {
+		return false
+	}
+	if cs.oomInstance != ref.ContainerID && (!status.Ready || now.Sub(status.State.Running.StartedAt.Time) < w.MinInterval) {
+		return false
+	}
+	var res []string
+	if dec.CPU.Action != recommend.Hold && restartPolicy(pod, ref.Container, corev1.ResourceCPU) == corev1.RestartContainer &&
+		w.Worth(limitOr(actual.CPULimitMillis, actual.CPURequestMillis), limitOr(dec.CPU.Limit, dec.CPU.Request)) {
+		res = append(res, "cpu")
+	}
+	if dec.Memory.Action != recommend.Hold && restartPolicy(pod, ref.Container, corev1.ResourceMemory) == corev1.RestartContainer &&
+		w.Worth(limitOr(actual.MemLimitBytes, actual.MemRequestBytes), limitOr(dec.Memory.Limit, dec.Memory.Request)) {
+		res = append(res, "memory")
+	}
+	if len(res) == 0 {
+		return false
+	}
+	cs.restartWant = ref.Container + " (" + strings.Join(res, ", ") + ")"
+	return cs.restartSentID != ref.ContainerID && policy.PodConditionTrue(pod, policy.ConditionRestartGranted)
+}
+
+// limitOr is limit, or request for a container without one.
+func limitOr(limit, request int64) int64 {
+	if limit > 0 {
+		return limit
+	}
+	return request
+}
+
+// handleRestart keeps the pod's RestartWanted condition with what its
+// containers want (restartGoes), and ends a restart the agent sent: once
+// the container runs again as a new instance and is Ready, it no longer
+// wants one (its start is the new minimum interval's beginning), and the
+// controller, seeing the condition False, closes the window. A window
+// that closed before the restart came (the controller took it back) lets
+// the container ask again. It writes nothing for a pod whose policy has
+// no window and that never asked.
+func (d *Decider) handleRestart(ctx context.Context, log logr.Logger, st *podState, pod *corev1.Pod) {
+	if _, ok := policy.RestartWindowOf(st.pol); !ok && st.restartCond.status == "" && !policy.PodConditionTrue(pod, policy.ConditionRestartWanted) {
+		return
+	}
+	granted := policy.PodConditionTrue(pod, policy.ConditionRestartGranted)
+	var wants []string
+	restarted := false
+	for _, name := range sortedNames(st.containers) {
+		cs := st.containers[name]
+		if cs.restartSentID != "" {
+			status := containerStatus(pod, name)
+			switch {
+			case status != nil && status.ContainerID != cs.restartSentID && status.Ready:
+				log.Info("container restarted to resize", "pod", st.ns+"/"+st.name, "container", name)
+				d.metrics.restartResizes.WithLabelValues(st.ns, policyName(st.policy), "Restarted").Inc()
+				cs.restartSentID, cs.restartWant, restarted = "", "", true
+			case !granted:
+				// The window closed without the restart: ask again.
+				cs.restartSentID = ""
+			default:
+				wants = append(wants, name+" (restarting)")
+				continue
+			}
+		}
+		if cs.restartWant != "" {
+			wants = append(wants, cs.restartWant)
+		}
+	}
+	c := podCondition{status: corev1.ConditionFalse, reason: reasonRestartNotWanted, message: "no container wants a restart to be resized"}
+	switch {
+	case len(wants) > 0:
+		c = podCondition{status: corev1.ConditionTrue, reason: reasonRestartWanted, message: "resized only with a restart: " + strings.Join(wants, "; ")}
+	case restarted:
+		c = podCondition{status: corev1.ConditionFalse, reason: reasonRestartedToResize, message: "restarted with the new size"}
+	case st.restartCond.reason == reasonRestartedToResize:
+		c = st.restartCond
+	}
+	d.setPodCondition(ctx, log, st, pod, policy.ConditionRestartWanted, c, &st.restartCond)
+}
+
+// restartingPlan reports whether plan changes a resource that restarts its
+// container (only a granted window lets such a change through, restartGoes),
+// and names those changes for the event.
+func restartingPlan(pod *corev1.Pod, st *podState) (names []string) {
+	for _, name := range sortedNames(st.containers) {
+		cs := st.containers[name]
+		if (cs.last.CPU.Action != recommend.Hold && restartPolicy(pod, name, corev1.ResourceCPU) == corev1.RestartContainer) ||
+			(cs.last.Memory.Action != recommend.Hold && restartPolicy(pod, name, corev1.ResourceMemory) == corev1.RestartContainer) {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
+// sortedNames are m's keys in order.
+func sortedNames[V any](m map[string]V) []string {
+	names := make([]string, 0, len(m))
+	for n := range m {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
 }

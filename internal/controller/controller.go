@@ -441,6 +441,9 @@ func (c *Controller) reconcile(ctx context.Context, k string) (time.Duration, er
 			if after := c.evictDeferred(ctx, p, pods, now); after > 0 && after < requeue {
 				requeue = after
 			}
+			if after := c.restartWindows(ctx, p, pods, now); after > 0 && after < requeue {
+				requeue = after
+			}
 		}
 	}
 

@@ -12,6 +12,7 @@ type Metrics struct {
 	pods              *prometheus.GaugeVec
 	conditions        *prometheus.GaugeVec
 	evictions         *prometheus.CounterVec
+	restartWindows    *prometheus.CounterVec
 	checkpointWrites  *prometheus.CounterVec
 	// Leader is 1 while this process leads, else 0; internal/cli sets it.
 	Leader prometheus.Gauge
@@ -41,6 +42,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "snug_controller_evictions_total",
 			Help: "Evictions for a resize that stayed Deferred, by result (evicted, blocked, error).",
 		}, []string{"namespace", "policy", "result"}),
+		restartWindows: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "snug_controller_restart_windows_total",
+			Help: "Restart windows (updatePolicy.restartWindow), by event: granted; closed (the agent restarted the container or no longer asks), expired (unused for 5 minutes), revoked (the policy no longer has a window); and refusals: pdb (a PodDisruptionBudget allows no disruption), notready (another pod of the policy is not Ready), single (the only pod, without singleReplica), error.",
+		}, []string{"namespace", "policy", "event"}),
 		checkpointWrites: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "snug_controller_checkpoint_writes_total",
 			Help: "Writes of checkpoint ConfigMaps, by result (ok, error).",
@@ -50,7 +55,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "1 while this process is the elected leader.",
 		}),
 	}
-	reg.MustRegister(m.reconciles, m.reconcileDuration, m.pods, m.conditions, m.evictions, m.checkpointWrites, m.Leader)
+	reg.MustRegister(m.reconciles, m.reconcileDuration, m.pods, m.conditions, m.evictions, m.restartWindows, m.checkpointWrites, m.Leader)
 	return m
 }
 
@@ -59,4 +64,5 @@ func (m *Metrics) forget(namespace, policy string) {
 	m.pods.DeleteLabelValues(namespace, policy)
 	m.conditions.DeletePartialMatch(prometheus.Labels{"namespace": namespace, "policy": policy})
 	m.evictions.DeletePartialMatch(prometheus.Labels{"namespace": namespace, "policy": policy})
+	m.restartWindows.DeletePartialMatch(prometheus.Labels{"namespace": namespace, "policy": policy})
 }

@@ -26,4 +26,8 @@ const (
 	// EventCheckpointFailed: the learnt history could not be read or
 	// written.
 	EventCheckpointFailed = "CheckpointFailed"
+	// EventRestartWindow: a pod was granted a restart window (Normal), or
+	// one was refused for a PodDisruptionBudget (Warning, once per
+	// window asked for).
+	EventRestartWindow = "RestartWindow"
 )

@@ -107,6 +107,12 @@ func (b *PodBuilder) pending(reason string, t time.Time) *PodBuilder {
 	return b
 }
 
+// Condition adds a condition of type typ with status s that turned so at t.
+func (b *PodBuilder) Condition(typ corev1.PodConditionType, s corev1.ConditionStatus, t time.Time) *PodBuilder {
+	b.pod.Status.Conditions = append(b.pod.Status.Conditions, corev1.PodCondition{Type: typ, Status: s, LastTransitionTime: metav1.NewTime(t)})
+	return b
+}
+
 // Deleting sets the pod's deletion timestamp.
 func (b *PodBuilder) Deleting() *PodBuilder {
 	b.pod.DeletionTimestamp = &metav1.Time{Time: T0}

@@ -1,0 +1,178 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/snug-dev/snug/api/v1alpha1"
+	"github.com/snug-dev/snug/internal/policy"
+	"github.com/snug-dev/snug/internal/recommend"
+)
+
+// restartWanted is the RestartWanted condition of the last status patch
+// that set one, nil if none did.
+func restartWanted(t *testing.T, fk *fakeKubelet) *corev1.PodCondition {
+	t.Helper()
+	fk.mu.Lock()
+	defer fk.mu.Unlock()
+	for i := len(fk.statusPatches) - 1; i >= 0; i-- {
+		var p struct {
+			Status struct{ Conditions []corev1.PodCondition } `json:"status"`
+		}
+		if err := json.Unmarshal(fk.statusPatches[i], &p); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == policy.ConditionRestartWanted {
+				return &c
+			}
+		}
+	}
+	return nil
+}
+
+// resizedMemory reports whether any resize patch sent changed memory.
+func resizedMemory(fk *fakeKubelet) bool {
+	fk.mu.Lock()
+	defer fk.mu.Unlock()
+	return slices.ContainsFunc(fk.patches, func(p []byte) bool { return strings.Contains(string(p), "/memory") })
+}
+
+// TestDeciderRestartWindow walks a container whose memory is
+// RestartContainer, under a policy with a restart window, through one
+// window: its memory grow is held and asked for (RestartWanted True) while
+// its CPU grows in place; once the controller grants the window the memory
+// resize goes out (event RestartWindow); once the container runs again as
+// a new instance and is Ready, the agent says it was restarted
+// (RestartWanted False, reason Restarted) and does not ask again.
+func TestDeciderRestartWindow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		now := time.Now()
+		pod := testPod("p", map[string]string{"app": "load"}, rl("50m", "64Mi"), rl("100m", "128Mi"))
+		pod.Spec.Containers[0].ResizePolicy = []corev1.ContainerResizePolicy{{ResourceName: corev1.ResourceMemory, RestartPolicy: corev1.RestartContainer}}
+		pod.Status.ContainerStatuses[0].Ready = true
+		pod.Status.ContainerStatuses[0].State.Running.StartedAt = metav1.NewTime(now.Add(-2 * time.Hour))
+		pol := selectorPolicy("pol", v1alpha1.UpdateModeInPlace)
+		pol.Spec.UpdatePolicy.RestartWindow = &v1alpha1.RestartWindow{}
+		_, d, fk := newTestDecider(t, false, []*corev1.Pod{pod}, pol)
+		rec := record.NewFakeRecorder(64)
+		d.cfg.Recorder = rec
+		i := 0
+		pass := func() {
+			d.Observe(ctx, refOf(fk.get("p")), memoryHungry(now.Add(time.Duration(i)*time.Second)))
+			i++
+			d.PassDone(ctx)
+			synctest.Wait()
+			d.PassDone(ctx) // takes in what the effects returned
+			synctest.Wait()
+		}
+
+		// Not granted: memory is held and asked for, cpu grows in place.
+		for range 3 {
+			pass()
+		}
+		if c := restartWanted(t, fk); c == nil || c.Status != corev1.ConditionTrue || c.Reason != reasonRestartWanted || !strings.Contains(c.Message, "app (memory)") {
+			t.Fatalf("RestartWanted %+v, want True naming app (memory)", c)
+		}
+		if resizedMemory(fk) {
+			t.Fatalf("memory resized before a window was granted: %q", fk.patches)
+		}
+		if got := fk.get("p").Spec.Containers[0].Resources.Limits[corev1.ResourceCPU]; got.MilliValue() <= 100 {
+			t.Errorf("cpu limit %s, want grown in place meanwhile", got.String())
+		}
+
+		// Granted: the memory resize goes out, with the restart.
+		p := fk.get("p")
+		p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: policy.ConditionRestartGranted, Status: corev1.ConditionTrue})
+		fk.update(p)
+		pass()
+		pass()
+		if !resizedMemory(fk) {
+			t.Fatalf("no memory resize in the granted window: %q", fk.patches)
+		}
+		evs := slices.DeleteFunc(events(rec), func(e string) bool { return !strings.HasPrefix(e, "Normal "+ReasonRestartWindow) })
+		if len(evs) != 1 || !strings.Contains(evs[0], "the kubelet restarts app to apply it") {
+			t.Errorf("RestartWindow events %q, want one naming app", evs)
+		}
+		if n := metricValue(t, d.metrics, "snug_agent_restart_resizes_total", "ns", "pol", "Sent"); n != 1 {
+			t.Errorf("restart resizes sent %v, want 1", n)
+		}
+
+		// The kubelet restarted it: a new instance, Ready.
+		p = fk.get("p")
+		p.Status.ContainerStatuses[0].ContainerID = "containerd://2"
+		p.Status.ContainerStatuses[0].State.Running.StartedAt = metav1.NewTime(now.Add(time.Duration(i) * time.Second))
+		fk.update(p)
+		pass()
+		if c := restartWanted(t, fk); c == nil || c.Status != corev1.ConditionFalse || c.Reason != reasonRestartedToResize {
+			t.Errorf("RestartWanted %+v after the restart, want False, reason %s", c, reasonRestartedToResize)
+		}
+		if n := metricValue(t, d.metrics, "snug_agent_restart_resizes_total", "ns", "pol", "Restarted"); n != 1 {
+			t.Errorf("restarts seen %v, want 1", n)
+		}
+	})
+}
+
+// TestRestartGoesEligibility: a container asks for a window only past its
+// start-up (Ready, running for the minimum interval) or right after an
+// OOM kill, and only for a change worth a restart; without a window in
+// the policy it never asks.
+func TestRestartGoesEligibility(t *testing.T) {
+	now := time.Now()
+	for _, tc := range []struct {
+		name      string
+		ready     bool
+		started   time.Duration // ago
+		oom       bool
+		window    bool
+		wantLimit int64 // the memory limit the change wants (current 128Mi)
+		want      bool
+	}{
+		{"ready, running 2h, grow", true, 2 * time.Hour, false, true, 192 << 20, true},
+		{"no window", true, 2 * time.Hour, false, false, 192 << 20, false},
+		{"not ready", false, 2 * time.Hour, false, true, 192 << 20, false},
+		{"running 10m", true, 10 * time.Minute, false, true, 192 << 20, false},
+		{"after an OOM kill, just started", false, time.Second, true, true, 192 << 20, true},
+		{"small shrink", true, 2 * time.Hour, false, true, 120 << 20, false},
+		{"large shrink", true, 2 * time.Hour, false, true, 96 << 20, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := testPod("p", nil, rl("50m", "64Mi"), rl("100m", "128Mi"))
+			pod.Spec.Containers[0].ResizePolicy = []corev1.ContainerResizePolicy{{ResourceName: corev1.ResourceMemory, RestartPolicy: corev1.RestartContainer}}
+			status := &pod.Status.ContainerStatuses[0]
+			status.Ready = tc.ready
+			status.State.Running.StartedAt = metav1.NewTime(now.Add(-tc.started))
+			pol := selectorPolicy("pol", v1alpha1.UpdateModeInPlace)
+			if tc.window {
+				pol.Spec.UpdatePolicy.RestartWindow = &v1alpha1.RestartWindow{}
+			}
+			st := &podState{pol: pol, mode: v1alpha1.UpdateModeInPlace}
+			cs := &containerState{}
+			ref := refOf(pod)
+			if tc.oom {
+				cs.oomInstance = ref.ContainerID
+			}
+			action := recommend.Grow
+			if tc.wantLimit < 128<<20 {
+				action = recommend.Shrink
+			}
+			dec := recommend.Decision{Memory: recommend.Change{Action: action, Request: tc.wantLimit / 2, Limit: tc.wantLimit}}
+			actual := actualResources(pod, "app", status)
+			d := &Decider{}
+			d.restartGoes(st, cs, pod, ref, status, dec, actual, now)
+			if got := cs.restartWant != ""; got != tc.want {
+				t.Errorf("asks for a window: %v (%q), want %v", got, cs.restartWant, tc.want)
+			}
+		})
+	}
+}

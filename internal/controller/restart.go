@@ -1,0 +1,240 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
+
+	"github.com/snug-dev/snug/api/v1alpha1"
+	"github.com/snug-dev/snug/internal/policy"
+)
+
+// Restart windows (docs/controller.md, "Restart windows"): the agent asks
+// for one on a pod (policy.ConditionRestartWanted) when a change to a
+// RestartContainer resource is worth a restart; the controller, which sees
+// every pod of the policy, grants at most one at a time
+// (policy.ConditionRestartGranted) and takes it back when the agent is done
+// or after policy.RestartGrantTTL.
+
+// Reasons of policy.ConditionRestartGranted.
+const (
+	reasonWindowGranted = "Granted"
+	reasonWindowClosed  = "Closed"
+	reasonWindowExpired = "Expired"
+	reasonWindowRevoked = "NoWindow"
+)
+
+// windowChange is one write of a pod's RestartGranted condition.
+type windowChange struct {
+	pod     *corev1.Pod
+	grant   bool
+	reason  string
+	message string
+}
+
+// windowPlan is what planWindows decides for a policy's pods.
+type windowPlan struct {
+	// revoke are grants to take back.
+	revoke []windowChange
+	// candidates are the pods that may be granted a window now, the
+	// longest asking first; the caller grants the first that its
+	// PodDisruptionBudgets allow.
+	candidates []*corev1.Pod
+	// refused says why no pod may be granted one (event for the metric),
+	// when pods ask and none is a candidate.
+	refused, why string
+	// recheckAfter, when positive, is when the plan may change by time
+	// alone (a grant expires).
+	recheckAfter time.Duration
+}
+
+// planWindows decides the restart windows of a policy's pods (pods: all
+// it governs). hasWindow is whether the policy has updatePolicy.
+// restartWindow. A grant is taken back when the policy no longer has a
+// window, when the pod no longer asks (the agent restarted the container,
+// or the change is no longer wanted: Closed) and after
+// policy.RestartGrantTTL (Expired). While one is granted, none is granted
+// anew: one pod of a policy at a time. A pod that asks is a candidate
+// when it is not being deleted, every other pod of the policy is Ready
+// and not being deleted, and it is not the policy's only pod (unless
+// singleReplica).
+func planWindows(w policy.RestartWindow, hasWindow bool, pods []*corev1.Pod, now time.Time) windowPlan {
+	var plan windowPlan
+	active := false
+	for _, pod := range pods {
+		g := policy.PodCondition(pod, policy.ConditionRestartGranted)
+		if g == nil || g.Status != corev1.ConditionTrue {
+			continue
+		}
+		age := now.Sub(g.LastTransitionTime.Time)
+		switch {
+		case !hasWindow:
+			plan.revoke = append(plan.revoke, windowChange{pod: pod, reason: reasonWindowRevoked, message: "the policy has no restartWindow"})
+		case !policy.PodConditionTrue(pod, policy.ConditionRestartWanted):
+			plan.revoke = append(plan.revoke, windowChange{pod: pod, reason: reasonWindowClosed, message: "the agent no longer asks for a restart"})
+		case age >= policy.RestartGrantTTL:
+			plan.revoke = append(plan.revoke, windowChange{pod: pod, reason: reasonWindowExpired,
+				message: fmt.Sprintf("not used within %s", policy.RestartGrantTTL)})
+		default:
+			active = true
+			if left := policy.RestartGrantTTL - age; plan.recheckAfter == 0 || left < plan.recheckAfter {
+				plan.recheckAfter = left
+			}
+		}
+	}
+	if !hasWindow || active {
+		return plan
+	}
+	var asking []*corev1.Pod
+	for _, pod := range pods {
+		if pod.DeletionTimestamp == nil && policy.PodConditionTrue(pod, policy.ConditionRestartWanted) &&
+			!slices.ContainsFunc(plan.revoke, func(r windowChange) bool { return r.pod.UID == pod.UID }) {
+			asking = append(asking, pod)
+		}
+	}
+	if len(asking) == 0 {
+		return plan
+	}
+	since := func(p *corev1.Pod) time.Time {
+		return policy.PodCondition(p, policy.ConditionRestartWanted).LastTransitionTime.Time
+	}
+	slices.SortFunc(asking, func(a, b *corev1.Pod) int {
+		if c := since(a).Compare(since(b)); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	for _, pod := range asking {
+		if len(pods) == 1 && !w.SingleReplica {
+			plan.refused, plan.why = "single", fmt.Sprintf("pod %s is the policy's only pod and restartWindow.singleReplica is false", pod.Name)
+			continue
+		}
+		if other := notReadyOther(pod, pods); other != "" {
+			plan.refused, plan.why = "notready", other
+			continue
+		}
+		plan.candidates = append(plan.candidates, pod)
+	}
+	return plan
+}
+
+// notReadyOther says which of pods other than pod is not Ready or is being
+// deleted, "" when none.
+func notReadyOther(pod *corev1.Pod, pods []*corev1.Pod) string {
+	for _, o := range pods {
+		if o.UID == pod.UID {
+			continue
+		}
+		if o.DeletionTimestamp != nil {
+			return fmt.Sprintf("pod %s is being deleted", o.Name)
+		}
+		if !podReady(o) {
+			return fmt.Sprintf("pod %s is not Ready", o.Name)
+		}
+	}
+	return ""
+}
+
+// restartWindows applies planWindows to p's pods: it takes back the grants
+// that ended and grants the first candidate its PodDisruptionBudgets allow
+// a disruption of (an Eviction with dryRun: All, which the API server
+// answers as it would a real one, without evicting). It returns when to
+// look again by time alone (0: no need).
+func (c *Controller) restartWindows(ctx context.Context, p *v1alpha1.SnugPolicy, pods []*corev1.Pod, now time.Time) time.Duration {
+	w, ok := policy.RestartWindowOf(p)
+	plan := planWindows(w, ok, pods, now)
+	log := klog.FromContext(ctx)
+	for _, r := range plan.revoke {
+		if err := setGranted(ctx, c.cs, r, now); err != nil {
+			c.metrics.restartWindows.WithLabelValues(p.Namespace, p.Name, "error").Inc()
+			log.Error(err, "taking back a restart window", "pod", klog.KObj(r.pod))
+			return 10 * time.Second
+		}
+		event := map[string]string{reasonWindowClosed: "closed", reasonWindowExpired: "expired", reasonWindowRevoked: "revoked"}[r.reason]
+		c.metrics.restartWindows.WithLabelValues(p.Namespace, p.Name, event).Inc()
+		log.Info("restart window ended", "pod", klog.KObj(r.pod), "reason", r.reason)
+	}
+	if plan.refused != "" && len(plan.candidates) == 0 {
+		c.metrics.restartWindows.WithLabelValues(p.Namespace, p.Name, plan.refused).Inc()
+		log.V(1).Info("no restart window", "why", plan.why)
+	}
+	for _, pod := range plan.candidates {
+		blocked, err := evictDryRun(ctx, c.cs, pod)
+		switch {
+		case blocked:
+			c.metrics.restartWindows.WithLabelValues(p.Namespace, p.Name, "pdb").Inc()
+			log.V(1).Info("no restart window: a PodDisruptionBudget allows no disruption now", "pod", klog.KObj(pod), "err", err)
+			return blockedRetry
+		case err != nil:
+			c.metrics.restartWindows.WithLabelValues(p.Namespace, p.Name, "error").Inc()
+			log.Error(err, "asking the PodDisruptionBudgets for a restart window", "pod", klog.KObj(pod))
+			return 30 * time.Second
+		}
+		wanted := policy.PodCondition(pod, policy.ConditionRestartWanted)
+		msg := fmt.Sprintf("one pod of policy %s at a time; the others are Ready and the PodDisruptionBudgets allow a disruption (%s)", p.Name, wanted.Message)
+		if err := setGranted(ctx, c.cs, windowChange{pod: pod, grant: true, reason: reasonWindowGranted, message: msg}, now); err != nil {
+			c.metrics.restartWindows.WithLabelValues(p.Namespace, p.Name, "error").Inc()
+			log.Error(err, "granting a restart window", "pod", klog.KObj(pod))
+			return 10 * time.Second
+		}
+		c.metrics.restartWindows.WithLabelValues(p.Namespace, p.Name, "granted").Inc()
+		log.Info("restart window granted", "pod", klog.KObj(pod), "wanted", wanted.Message)
+		c.recorder.Eventf(pod, corev1.EventTypeNormal, EventRestartWindow, "snug policy %s lets the agent restart the pod's container to resize it: %s", p.Name, wanted.Message)
+		return policy.RestartGrantTTL
+	}
+	return plan.recheckAfter
+}
+
+// setGranted writes the pod's RestartGranted condition: a strategic merge
+// patch of its status (conditions merge on their type).
+func setGranted(ctx context.Context, cs kubernetes.Interface, ch windowChange, now time.Time) error {
+	status := corev1.ConditionFalse
+	if ch.grant {
+		status = corev1.ConditionTrue
+	}
+	body, err := json.Marshal(map[string]any{"status": map[string]any{"conditions": []corev1.PodCondition{{
+		Type: policy.ConditionRestartGranted, Status: status, Reason: ch.reason, Message: ch.message, LastTransitionTime: metav1.NewTime(now),
+	}}}})
+	if err != nil {
+		return err
+	}
+	_, err = cs.CoreV1().Pods(ch.pod.Namespace).Patch(ctx, ch.pod.Name, types.StrategicMergePatchType, body, metav1.PatchOptions{}, "status")
+	if apierrors.IsNotFound(err) {
+		return nil // gone: nothing to grant or take back
+	}
+	return err
+}
+
+// evictDryRun asks the API server whether pod may be disrupted now: an
+// Eviction with dryRun All is answered as a real one (429 while a
+// PodDisruptionBudget allows no disruption) and evicts nothing.
+func evictDryRun(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod) (blocked bool, err error) {
+	ev := &policyv1.Eviction{
+		ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace},
+		DeleteOptions: &metav1.DeleteOptions{
+			DryRun:        []string{metav1.DryRunAll},
+			Preconditions: &metav1.Preconditions{UID: ptr.To(pod.UID)},
+		},
+	}
+	err = cs.CoreV1().Pods(pod.Namespace).EvictV1(ctx, ev)
+	switch {
+	case err == nil:
+		return false, nil
+	case apierrors.IsTooManyRequests(err):
+		return true, err
+	default:
+		return false, fmt.Errorf("asking about an eviction of pod %s/%s (dry run): %w", pod.Namespace, pod.Name, err)
+	}
+}

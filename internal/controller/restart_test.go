@@ -1,0 +1,206 @@
+package controller
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/snug-dev/snug/api/v1alpha1"
+	"github.com/snug-dev/snug/internal/policy"
+	tb "github.com/snug-dev/snug/internal/testbuild"
+)
+
+const (
+	wanted  = policy.ConditionRestartWanted
+	granted = policy.ConditionRestartGranted
+	isTrue  = corev1.ConditionTrue
+	isFalse = corev1.ConditionFalse
+)
+
+// TestPlanWindows: one window per policy at a time, only while the other
+// pods are Ready, never for the only pod without singleReplica, the
+// longest asking first; grants end when the pod no longer asks, after the
+// TTL, or when the policy loses its window.
+func TestPlanWindows(t *testing.T) {
+	now := t0.Add(time.Hour)
+	w := policy.RestartWindow{MinInterval: time.Hour, MinShrinkPercent: 20}
+	single := w
+	single.SingleReplica = true
+	for _, tc := range []struct {
+		name       string
+		w          policy.RestartWindow
+		noWindow   bool
+		pods       []*corev1.Pod
+		wantRevoke map[string]string // pod: reason
+		wantCands  []string
+		wantRefuse string
+	}{
+		{name: "the longest asking first", w: w, pods: []*corev1.Pod{
+			tb.Pod("a").Ready().Condition(wanted, isTrue, now.Add(-time.Minute)).Get(),
+			tb.Pod("b").Ready().Condition(wanted, isTrue, now.Add(-2*time.Minute)).Get(),
+			tb.Pod("c").Ready().Get(),
+		}, wantCands: []string{"b", "a"}},
+		{name: "one at a time", w: w, pods: []*corev1.Pod{
+			tb.Pod("a").Ready().Condition(wanted, isTrue, now.Add(-time.Minute)).Condition(granted, isTrue, now.Add(-time.Minute)).Get(),
+			tb.Pod("b").Ready().Condition(wanted, isTrue, now.Add(-2*time.Minute)).Get(),
+		}},
+		{name: "closed, the next granted", w: w, pods: []*corev1.Pod{
+			tb.Pod("a").Ready().Condition(wanted, isFalse, now).Condition(granted, isTrue, now.Add(-time.Minute)).Get(),
+			tb.Pod("b").Ready().Condition(wanted, isTrue, now.Add(-2*time.Minute)).Get(),
+		}, wantRevoke: map[string]string{"a": reasonWindowClosed}, wantCands: []string{"b"}},
+		{name: "expired, not granted again at once", w: w, pods: []*corev1.Pod{
+			tb.Pod("a").Ready().Condition(wanted, isTrue, now.Add(-time.Hour)).Condition(granted, isTrue, now.Add(-policy.RestartGrantTTL)).Get(),
+			tb.Pod("b").Ready().Get(),
+		}, wantRevoke: map[string]string{"a": reasonWindowExpired}},
+		{name: "no window: grants revoked", noWindow: true, pods: []*corev1.Pod{
+			tb.Pod("a").Ready().Condition(wanted, isTrue, now).Condition(granted, isTrue, now).Get(),
+			tb.Pod("b").Ready().Get(),
+		}, wantRevoke: map[string]string{"a": reasonWindowRevoked}},
+		{name: "another pod not ready", w: w, pods: []*corev1.Pod{
+			tb.Pod("a").Ready().Condition(wanted, isTrue, now).Get(),
+			tb.Pod("b").Get(),
+		}, wantRefuse: "notready"},
+		{name: "another pod being deleted", w: w, pods: []*corev1.Pod{
+			tb.Pod("a").Ready().Condition(wanted, isTrue, now).Get(),
+			tb.Pod("b").Ready().Deleting().Get(),
+		}, wantRefuse: "notready"},
+		{name: "the only pod", w: w, pods: []*corev1.Pod{
+			tb.Pod("a").Ready().Condition(wanted, isTrue, now).Get(),
+		}, wantRefuse: "single"},
+		{name: "the only pod, singleReplica", w: single, pods: []*corev1.Pod{
+			tb.Pod("a").Ready().Condition(wanted, isTrue, now).Get(),
+		}, wantCands: []string{"a"}},
+		{name: "a not-ready pod that asks may be granted while the others are Ready", w: w, pods: []*corev1.Pod{
+			tb.Pod("a").Condition(wanted, isTrue, now).Get(),
+			tb.Pod("b").Ready().Get(),
+		}, wantCands: []string{"a"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			plan := planWindows(tc.w, !tc.noWindow, tc.pods, now)
+			revoked := map[string]string{}
+			for _, r := range plan.revoke {
+				revoked[r.pod.Name] = r.reason
+			}
+			if len(tc.wantRevoke) == 0 {
+				tc.wantRevoke = map[string]string{}
+			}
+			if fmt.Sprint(revoked) != fmt.Sprint(tc.wantRevoke) {
+				t.Errorf("revoked %v, want %v", revoked, tc.wantRevoke)
+			}
+			var cands []string
+			for _, p := range plan.candidates {
+				cands = append(cands, p.Name)
+			}
+			if fmt.Sprint(cands) != fmt.Sprint(tc.wantCands) {
+				t.Errorf("candidates %v, want %v", cands, tc.wantCands)
+			}
+			if plan.refused != tc.wantRefuse {
+				t.Errorf("refused %q (%s), want %q", plan.refused, plan.why, tc.wantRefuse)
+			}
+		})
+	}
+}
+
+// TestReconcileRestartWindows: the controller grants a window by patching
+// the pod's status, asks the PodDisruptionBudgets with a dry-run eviction
+// that evicts nothing, grants none while a budget refuses, and closes the
+// window once the agent no longer asks.
+func TestReconcileRestartWindows(t *testing.T) {
+	e := newReconcileEnv(t)
+	blocked := false
+	var dryRuns int
+	e.cs.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() != "eviction" {
+			return false, nil, nil
+		}
+		ev := a.(k8stesting.CreateAction).GetObject().(*policyv1.Eviction)
+		if ev.DeleteOptions == nil || len(ev.DeleteOptions.DryRun) != 1 || ev.DeleteOptions.DryRun[0] != metav1.DryRunAll {
+			t.Errorf("eviction of %s without dryRun All: a restart window must evict nothing", ev.Name)
+			return true, nil, nil
+		}
+		dryRuns++
+		if blocked {
+			return true, nil, apierrors.NewTooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.", 0)
+		}
+		return true, nil, nil
+	})
+	p := tb.Policy("web").Target("Deployment", "web").Get()
+	if p.Spec.UpdatePolicy == nil {
+		p.Spec.UpdatePolicy = &v1alpha1.PodUpdatePolicy{}
+	}
+	p.Spec.UpdatePolicy.RestartWindow = &v1alpha1.RestartWindow{}
+	e.add(
+		tb.Deployment("web", "app", "web"),
+		tb.Pod("web-1").Labels("app", "web").Ready().Condition(wanted, isTrue, t0).Get(),
+		tb.Pod("web-2").Labels("app", "web").Ready().Get(),
+		p,
+	)
+	// sync brings the clientset's pods (patched) into the informer.
+	sync := func() {
+		t.Helper()
+		l, err := e.cs.CoreV1().Pods(tb.Namespace).List(t.Context(), metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range l.Items {
+			if err := e.c.factory.Core().V1().Pods().Informer().GetStore().Update(&l.Items[i]); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	grant := func(name string) *corev1.PodCondition {
+		t.Helper()
+		pod, err := e.cs.CoreV1().Pods(tb.Namespace).Get(t.Context(), name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return policy.PodCondition(pod, granted)
+	}
+
+	blocked = true
+	e.reconcile("web")
+	if g := grant("web-1"); g != nil {
+		t.Fatalf("granted %+v while the budget refuses", g)
+	}
+	if dryRuns != 1 || !e.podExists("web-1") {
+		t.Fatalf("dry runs %d, web-1 exists %v: want one dry run that evicted nothing", dryRuns, e.podExists("web-1"))
+	}
+
+	blocked = false
+	e.clock.Step(time.Minute)
+	_, requeue := e.reconcile("web")
+	if g := grant("web-1"); g == nil || g.Status != isTrue || g.Reason != reasonWindowGranted {
+		t.Fatalf("web-1 RestartGranted %+v, want True", g)
+	}
+	if requeue > policy.RestartGrantTTL {
+		t.Errorf("requeue after %s, want at most the grant's TTL", requeue)
+	}
+	if !e.podExists("web-1") {
+		t.Fatal("the dry run evicted web-1")
+	}
+
+	// The agent restarted the container and no longer asks.
+	sync()
+	pod, _ := e.cs.CoreV1().Pods(tb.Namespace).Get(t.Context(), "web-1", metav1.GetOptions{})
+	for i := range pod.Status.Conditions {
+		if pod.Status.Conditions[i].Type == wanted {
+			pod.Status.Conditions[i].Status = isFalse
+		}
+	}
+	if err := e.cs.Tracker().Update(schema.GroupVersionResource{Version: "v1", Resource: "pods"}, pod, tb.Namespace); err != nil {
+		t.Fatal(err)
+	}
+	sync()
+	e.reconcile("web")
+	if g := grant("web-1"); g == nil || g.Status != isFalse || g.Reason != reasonWindowClosed {
+		t.Errorf("web-1 RestartGranted %+v, want False, Closed", g)
+	}
+}
