@@ -336,6 +336,9 @@ func (d *Decider) Observe(ctx context.Context, ref ContainerRef, p Point) {
 	} else if !d.restartGoes(st, cs, pod, ref, status, dec, actual, p.Time) {
 		d.saidRestartRequired(pod, st, cs, ref, dec, held)
 		dec, cs.last = held, held
+	} else {
+		dec = sizeForRestart(pod, ref.Container, dec, cs.rc.Recommendation(p.Time), actual)
+		cs.last = dec
 	}
 	if dec.CPU.Action != recommend.Hold {
 		d.metrics.decisions.WithLabelValues(dec.CPU.Action.String(), "cpu").Inc()

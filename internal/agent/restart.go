@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -148,6 +149,32 @@ func (d *Decider) restartGoes(st *podState, cs *containerState, pod *corev1.Pod,
 	}
 	cs.restartWant = ref.Container + " (" + strings.Join(res, ", ") + ")"
 	return cs.restartSentID != ref.ContainerID && policy.PodConditionTrue(pod, policy.ConditionRestartGranted)
+}
+
+// sizeForRestart sizes a grow that goes out in a restart window to last: a
+// restart is paid once, so a RestartContainer resource grows to at least
+// the recommender's target (which has the headroom), not only to the fast
+// path's step (a near-limit grow is x1.5 of the limit), which the
+// baseline would otherwise follow with a second restart a minimum interval
+// later. The limit keeps its ratio to the request.
+func sizeForRestart(pod *corev1.Pod, container string, dec recommend.Decision, rec recommend.Recommendation, actual recommend.Resources) recommend.Decision {
+	grow := func(ch recommend.Change, target, req, lim int64) recommend.Change {
+		if ch.Action != recommend.Grow || target <= ch.Request {
+			return ch
+		}
+		ch.Request = target
+		if req > 0 && lim > 0 {
+			ch.Limit = int64(math.Ceil(float64(target) * float64(lim) / float64(req)))
+		}
+		return ch
+	}
+	if restartPolicy(pod, container, corev1.ResourceCPU) == corev1.RestartContainer {
+		dec.CPU = grow(dec.CPU, rec.CPU.Target, actual.CPURequestMillis, actual.CPULimitMillis)
+	}
+	if restartPolicy(pod, container, corev1.ResourceMemory) == corev1.RestartContainer {
+		dec.Memory = grow(dec.Memory, rec.Memory.Target, actual.MemRequestBytes, actual.MemLimitBytes)
+	}
+	return dec
 }
 
 // limitOr is limit, or request for a container without one.

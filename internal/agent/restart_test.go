@@ -176,3 +176,36 @@ func TestRestartGoesEligibility(t *testing.T) {
 		})
 	}
 }
+
+// TestSizeForRestart: a grow in a restart window goes to at least the
+// recommender's target, the limit keeping its ratio, so that one restart
+// lasts; a shrink, a smaller target and a resource resized in place are
+// left as decided.
+func TestSizeForRestart(t *testing.T) {
+	pod := testPod("p", nil, rl("50m", "32Mi"), rl("100m", "64Mi"))
+	pod.Spec.Containers[0].ResizePolicy = []corev1.ContainerResizePolicy{{ResourceName: corev1.ResourceMemory, RestartPolicy: corev1.RestartContainer}}
+	actual := actualResources(pod, "app", &pod.Status.ContainerStatuses[0])
+	rec := recommend.Recommendation{CPU: recommend.Estimate{Target: 400}, Memory: recommend.Estimate{Target: 70 << 20}}
+	for _, tc := range []struct {
+		name             string
+		memory, cpu      recommend.Change
+		wantMem, wantCPU recommend.Change
+	}{
+		{"memory grow to the target",
+			recommend.Change{Action: recommend.Grow, Request: 48 << 20, Limit: 96 << 20}, recommend.Change{Action: recommend.Grow, Request: 250, Limit: 500},
+			recommend.Change{Action: recommend.Grow, Request: 70 << 20, Limit: 140 << 20}, recommend.Change{Action: recommend.Grow, Request: 250, Limit: 500}},
+		{"memory grow above the target",
+			recommend.Change{Action: recommend.Grow, Request: 80 << 20, Limit: 160 << 20}, recommend.Change{},
+			recommend.Change{Action: recommend.Grow, Request: 80 << 20, Limit: 160 << 20}, recommend.Change{}},
+		{"memory shrink",
+			recommend.Change{Action: recommend.Shrink, Request: 16 << 20, Limit: 32 << 20}, recommend.Change{},
+			recommend.Change{Action: recommend.Shrink, Request: 16 << 20, Limit: 32 << 20}, recommend.Change{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := sizeForRestart(pod, "app", recommend.Decision{CPU: tc.cpu, Memory: tc.memory}, rec, actual)
+			if got.Memory != tc.wantMem || got.CPU != tc.wantCPU {
+				t.Errorf("got memory %+v cpu %+v, want memory %+v cpu %+v", got.Memory, got.CPU, tc.wantMem, tc.wantCPU)
+			}
+		})
+	}
+}
