@@ -156,6 +156,18 @@ type PodUpdatePolicy struct {
 	RestartWindow *RestartWindow `json:"restartWindow,omitempty"`
 }
 
+// The pod conditions of a restart window. The kubelet keeps pod
+// conditions it does not own.
+const (
+	// PodConditionRestartWanted is True while snug's agent wants to restart
+	// a container of the pod to apply a change to a RestartContainer
+	// resource; its message names the containers and resources.
+	PodConditionRestartWanted corev1.PodConditionType = "autoscaling.snug.dev/RestartWanted"
+	// PodConditionRestartGranted is True while snug's controller lets the
+	// agent restart the pod's container: one pod of a policy at a time.
+	PodConditionRestartGranted corev1.PodConditionType = "autoscaling.snug.dev/RestartGranted"
+)
+
 // RestartWindow says when snug may restart a container to resize it.
 type RestartWindow struct {
 	// singleReplica lets snug restart a container of the policy's only

@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/snug-dev/snug/api/v1alpha1"
 	"github.com/snug-dev/snug/internal/resize"
 )
 
@@ -31,7 +32,8 @@ CPU and MEMORY show the desired request/limit; when the kubelet has not
 allocated or applied it yet, the allocated request and the actual
 request/limit follow in parentheses. STATE is Synced, Deferred 3m12s,
 Infeasible 40s, InProgress 2s or Error 5s: message, with how long the
-condition has lasted. Stuck containers (Infeasible, Error, Deferred, then
+condition has lasted; RestartWanted or RestartGranted for a synced container
+whose RestartContainer change snug holds for a restart window. Stuck containers (Infeasible, Error, Deferred, then
 InProgress, longest first) sort first.`
 
 // statusOptions configures `snug status`.
@@ -148,6 +150,9 @@ func statusRows(pods []corev1.Pod, now time.Time) []statusRow {
 				}
 			case outcome == resize.Applied:
 				row.State = "Synced"
+				if state, msg := restartWindowState(pod, c.Name); state != "" {
+					row.State, row.Message = state, msg
+				}
 			case cond != nil:
 				row.State = cond.String()
 				row.Message = cond.Message
@@ -176,6 +181,39 @@ func statusRows(pods []corev1.Pod, now time.Time) []statusRow {
 		)
 	})
 	return rows
+}
+
+// restartWindowState is a synced container's restart window, from the
+// pod conditions snug's agent and controller write: RestartWanted while
+// the agent holds a change to a RestartContainer resource of it for a
+// window, RestartGranted while the controller lets it restart the
+// container; "" otherwise. msg is the condition's message.
+func restartWindowState(pod *corev1.Pod, container string) (state, msg string) {
+	var wanted, granted *corev1.PodCondition
+	for i := range pod.Status.Conditions {
+		switch c := &pod.Status.Conditions[i]; c.Type {
+		case v1alpha1.PodConditionRestartWanted:
+			wanted = c
+		case v1alpha1.PodConditionRestartGranted:
+			granted = c
+		}
+	}
+	if wanted == nil || wanted.Status != corev1.ConditionTrue {
+		return "", ""
+	}
+	// The agent's message: "resized only with a restart: app (memory); ...".
+	_, list, _ := strings.Cut(wanted.Message, ": ")
+	named := false
+	for _, entry := range strings.Split(list, "; ") {
+		named = named || strings.HasPrefix(entry, container+" (")
+	}
+	if !named {
+		return "", ""
+	}
+	if granted != nil && granted.Status == corev1.ConditionTrue {
+		return "RestartGranted", granted.Message
+	}
+	return "RestartWanted", wanted.Message
 }
 
 func waitingReason(pod *corev1.Pod, container string) string {

@@ -10,6 +10,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/snug-dev/snug/api/v1alpha1"
 )
 
 var statusNow = time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC)
@@ -110,5 +112,33 @@ func TestStatusOptionsValidate(t *testing.T) {
 		if (tt.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tt.want)) {
 			t.Errorf("Validate(%+v) = %v, want %q", tt.o, err, tt.want)
 		}
+	}
+}
+
+// TestStatusRestartWindow: a synced container that snug's agent holds a
+// RestartContainer change of for a restart window shows RestartWanted,
+// RestartGranted once the controller lets it restart; a container the
+// condition does not name stays Synced.
+func TestStatusRestartWindow(t *testing.T) {
+	pod := fixturePod()
+	pod.Name = "jvm"
+	pod.Status.Conditions = append(pod.Status.Conditions, corev1.PodCondition{
+		Type: v1alpha1.PodConditionRestartWanted, Status: corev1.ConditionTrue, Message: "resized only with a restart: app (memory)",
+	})
+	other := pod.DeepCopy()
+	other.Name = "other"
+	other.Status.Conditions[len(other.Status.Conditions)-1].Message = "resized only with a restart: sidecar (memory)"
+	granted := pod.DeepCopy()
+	granted.Name = "granted"
+	granted.Status.Conditions = append(granted.Status.Conditions, corev1.PodCondition{
+		Type: v1alpha1.PodConditionRestartGranted, Status: corev1.ConditionTrue, Message: "one pod of policy jvm at a time",
+	})
+	got := map[string]string{}
+	for _, r := range statusRows([]corev1.Pod{*pod, *other, *granted}, statusNow) {
+		got[r.Pod] = r.State
+	}
+	want := map[string]string{"jvm": "RestartWanted", "other": "Synced", "granted": "RestartGranted"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("states (-want +got):\n%s", diff)
 	}
 }

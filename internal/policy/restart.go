@@ -17,10 +17,10 @@ const (
 	// resource; its message names the change. The agent sets it False once
 	// the restarted container is Ready, or when the change is no longer
 	// wanted.
-	ConditionRestartWanted corev1.PodConditionType = "autoscaling.snug.dev/RestartWanted"
+	ConditionRestartWanted = v1alpha1.PodConditionRestartWanted
 	// ConditionRestartGranted is True while the controller lets the agent
 	// restart the pod's container: at most one pod of a policy at a time.
-	ConditionRestartGranted corev1.PodConditionType = "autoscaling.snug.dev/RestartGranted"
+	ConditionRestartGranted = v1alpha1.PodConditionRestartGranted
 )
 
 // RestartGrantTTL is how long a grant the agent does not close stays: a
