@@ -166,6 +166,9 @@ const (
 	// PodConditionRestartGranted is True while snug's controller lets the
 	// agent restart the pod's container: one pod of a policy at a time.
 	PodConditionRestartGranted corev1.PodConditionType = "autoscaling.snug.dev/RestartGranted"
+	// PodReasonRestarted goes with PodConditionRestartWanted False once the
+	// restarted container is Ready again.
+	PodReasonRestarted = "Restarted"
 )
 
 // RestartWindow says when snug may restart a container to resize it.
@@ -566,6 +569,28 @@ type SnugPolicyStatus struct {
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// restarts are the last container restarts snug made in restart windows
+	// (updatePolicy.restartWindow), oldest first, at most 10.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=10
+	Restarts []RestartRecord `json:"restarts,omitempty"`
+}
+
+// RestartRecord is one container restart snug made in a restart window.
+type RestartRecord struct {
+	// podName is the pod whose container was restarted.
+	// +required
+	// +kubebuilder:validation:MaxLength=253
+	PodName string `json:"podName"`
+	// time is when the window closed: the restarted container was Ready.
+	// +required
+	Time metav1.Time `json:"time"`
+	// message says what the restart resized.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Message string `json:"message,omitempty"`
 }
 
 // RecommendedPodResources is the recommendation for every container of a pod.

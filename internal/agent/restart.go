@@ -11,6 +11,7 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/snug-dev/snug/api/v1alpha1"
 	"github.com/snug-dev/snug/internal/policy"
 	"github.com/snug-dev/snug/internal/recommend"
 )
@@ -109,7 +110,7 @@ func restartResources(dec recommend.Decision) string {
 const (
 	reasonRestartWanted     = "ResizeNeedsRestart"
 	reasonRestartNotWanted  = "NotWanted"
-	reasonRestartedToResize = "Restarted"
+	reasonRestartedToResize = v1alpha1.PodReasonRestarted
 )
 
 // restartGoes decides a held change's fate under the policy's restart

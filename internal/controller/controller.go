@@ -441,9 +441,11 @@ func (c *Controller) reconcile(ctx context.Context, k string) (time.Duration, er
 			if after := c.evictDeferred(ctx, p, pods, now); after > 0 && after < requeue {
 				requeue = after
 			}
-			if after := c.restartWindows(ctx, p, pods, now); after > 0 && after < requeue {
+			after, restarted := c.restartWindows(ctx, p, pods, now)
+			if after > 0 && after < requeue {
 				requeue = after
 			}
+			status.Restarts = withRestarts(status.Restarts, restarted)
 		}
 	}
 

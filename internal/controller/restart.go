@@ -147,20 +147,46 @@ func notReadyOther(pod *corev1.Pod, pods []*corev1.Pod) string {
 	return ""
 }
 
+// maxRestartRecords is how many restarts a policy's status.restarts keeps.
+const maxRestartRecords = 10
+
+// withRestarts is records with the restarts of closed added, the oldest
+// dropped beyond maxRestartRecords.
+func withRestarts(records, closed []v1alpha1.RestartRecord) []v1alpha1.RestartRecord {
+	if len(closed) == 0 {
+		return records
+	}
+	out := append(slices.Clone(records), closed...)
+	if n := len(out) - maxRestartRecords; n > 0 {
+		out = out[n:]
+	}
+	return out
+}
+
 // restartWindows applies planWindows to p's pods: it takes back the grants
 // that ended and grants the first candidate its PodDisruptionBudgets allow
 // a disruption of (an Eviction with dryRun: All, which the API server
 // answers as it would a real one, without evicting). It returns when to
-// look again by time alone (0: no need).
-func (c *Controller) restartWindows(ctx context.Context, p *v1alpha1.SnugPolicy, pods []*corev1.Pod, now time.Time) time.Duration {
+// look again by time alone (0: no need), and the restarts that the windows
+// it closed saw through (the agent's RestartWanted False, reason
+// Restarted), for the policy's status.
+func (c *Controller) restartWindows(ctx context.Context, p *v1alpha1.SnugPolicy, pods []*corev1.Pod, now time.Time) (time.Duration, []v1alpha1.RestartRecord) {
 	w, ok := policy.RestartWindowOf(p)
 	plan := planWindows(w, ok, pods, now)
 	log := klog.FromContext(ctx)
+	var restarted []v1alpha1.RestartRecord
 	for _, r := range plan.revoke {
 		if err := setGranted(ctx, c.cs, r, now); err != nil {
 			c.metrics.restartWindows.WithLabelValues(p.Namespace, p.Name, "error").Inc()
 			log.Error(err, "taking back a restart window", "pod", klog.KObj(r.pod))
-			return 10 * time.Second
+			return 10 * time.Second, restarted
+		}
+		if w := policy.PodCondition(r.pod, policy.ConditionRestartWanted); r.reason == reasonWindowClosed && w != nil && w.Reason == v1alpha1.PodReasonRestarted {
+			msg := ""
+			if g := policy.PodCondition(r.pod, policy.ConditionRestartGranted); g != nil {
+				msg = g.Message
+			}
+			restarted = append(restarted, v1alpha1.RestartRecord{PodName: r.pod.Name, Time: metav1.NewTime(now), Message: truncate(msg, 1024)})
 		}
 		event := map[string]string{reasonWindowClosed: "closed", reasonWindowExpired: "expired", reasonWindowRevoked: "revoked"}[r.reason]
 		c.metrics.restartWindows.WithLabelValues(p.Namespace, p.Name, event).Inc()
@@ -176,25 +202,33 @@ func (c *Controller) restartWindows(ctx context.Context, p *v1alpha1.SnugPolicy,
 		case blocked:
 			c.metrics.restartWindows.WithLabelValues(p.Namespace, p.Name, "pdb").Inc()
 			log.V(1).Info("no restart window: a PodDisruptionBudget allows no disruption now", "pod", klog.KObj(pod), "err", err)
-			return blockedRetry
+			return blockedRetry, restarted
 		case err != nil:
 			c.metrics.restartWindows.WithLabelValues(p.Namespace, p.Name, "error").Inc()
 			log.Error(err, "asking the PodDisruptionBudgets for a restart window", "pod", klog.KObj(pod))
-			return 30 * time.Second
+			return 30 * time.Second, restarted
 		}
 		wanted := policy.PodCondition(pod, policy.ConditionRestartWanted)
 		msg := fmt.Sprintf("one pod of policy %s at a time; the others are Ready and the PodDisruptionBudgets allow a disruption (%s)", p.Name, wanted.Message)
 		if err := setGranted(ctx, c.cs, windowChange{pod: pod, grant: true, reason: reasonWindowGranted, message: msg}, now); err != nil {
 			c.metrics.restartWindows.WithLabelValues(p.Namespace, p.Name, "error").Inc()
 			log.Error(err, "granting a restart window", "pod", klog.KObj(pod))
-			return 10 * time.Second
+			return 10 * time.Second, restarted
 		}
 		c.metrics.restartWindows.WithLabelValues(p.Namespace, p.Name, "granted").Inc()
 		log.Info("restart window granted", "pod", klog.KObj(pod), "wanted", wanted.Message)
 		c.recorder.Eventf(pod, corev1.EventTypeNormal, EventRestartWindow, "snug policy %s lets the agent restart the pod's container to resize it: %s", p.Name, wanted.Message)
-		return policy.RestartGrantTTL
+		return policy.RestartGrantTTL, restarted
 	}
-	return plan.recheckAfter
+	return plan.recheckAfter, restarted
+}
+
+// truncate is s cut to at most n bytes.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
 }
 
 // setGranted writes the pod's RestartGranted condition: a strategic merge

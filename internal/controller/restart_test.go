@@ -192,15 +192,32 @@ func TestReconcileRestartWindows(t *testing.T) {
 	pod, _ := e.cs.CoreV1().Pods(tb.Namespace).Get(t.Context(), "web-1", metav1.GetOptions{})
 	for i := range pod.Status.Conditions {
 		if pod.Status.Conditions[i].Type == wanted {
-			pod.Status.Conditions[i].Status = isFalse
+			pod.Status.Conditions[i].Status, pod.Status.Conditions[i].Reason = isFalse, v1alpha1.PodReasonRestarted
 		}
 	}
 	if err := e.cs.Tracker().Update(schema.GroupVersionResource{Version: "v1", Resource: "pods"}, pod, tb.Namespace); err != nil {
 		t.Fatal(err)
 	}
 	sync()
-	e.reconcile("web")
+	got, _ := e.reconcile("web")
 	if g := grant("web-1"); g == nil || g.Status != isFalse || g.Reason != reasonWindowClosed {
 		t.Errorf("web-1 RestartGranted %+v, want False, Closed", g)
+	}
+	if r := got.Status.Restarts; len(r) != 1 || r[0].PodName != "web-1" || !r[0].Time.Time.Equal(e.clock.Now()) {
+		t.Errorf("status.restarts %+v, want web-1's restart, now", r)
+	}
+}
+
+// TestWithRestarts: the policy's status keeps the last ten restarts.
+func TestWithRestarts(t *testing.T) {
+	var records []v1alpha1.RestartRecord
+	for i := range 12 {
+		records = withRestarts(records, []v1alpha1.RestartRecord{{PodName: fmt.Sprint(i)}})
+	}
+	if len(records) != maxRestartRecords || records[0].PodName != "2" || records[9].PodName != "11" {
+		t.Errorf("records %+v, want the last ten, 2 to 11", records)
+	}
+	if got := withRestarts(records, nil); &got[0] != &records[0] {
+		t.Error("nothing closed: the records are not the same slice")
 	}
 }
