@@ -187,12 +187,16 @@ type containerState struct {
 	logged      [2]recommend.Change // last logged cpu and memory change
 	wsBytes     int64
 	cpuMillis   int64
-	// restartWant names the container and the resources it would change
-	// with a restart in a window, "" when none (restartGoes); restartSentID
-	// is the instance a restarting resize was sent for, until it restarted
-	// (handleRestart); oomInstance is the instance that runs because its
-	// predecessor was OOM-killed.
-	restartWant, restartSentID, oomInstance string
+	// restartRes are the resources the container asks a restart window
+	// for (restartCPU, restartMemory; 0: none), restartWant the same as
+	// the condition's message part, restartWantID the asking instance and
+	// restartWantAt the last sample that wanted it (restartGoes);
+	// restartSentID is the instance a restarting resize was sent for,
+	// until it restarted (handleRestart); oomInstance is the instance that
+	// runs because its predecessor was OOM-killed.
+	restartRes                                             uint8
+	restartWant, restartWantID, restartSentID, oomInstance string
+	restartWantAt                                          time.Time
 	// restartHeldID is the container instance whose held RestartContainer
 	// change was told in an event (once per instance).
 	restartHeldID string
@@ -332,7 +336,7 @@ func (d *Decider) Observe(ctx context.Context, ref ContainerRef, p Point) {
 		cs.oomInstance = ref.ContainerID
 	}
 	if held, ok := holdRestarting(pod, ref.Container, dec, actual); !ok {
-		cs.restartWant = ""
+		cs.restartIdle(ref, p.Time)
 	} else if !d.restartGoes(st, cs, pod, ref, status, dec, actual, p.Time) {
 		d.saidRestartRequired(pod, st, cs, ref, dec, held)
 		dec, cs.last = held, held
@@ -592,7 +596,7 @@ func (d *Decider) PassDone(ctx context.Context) {
 		if d.handleBoost(ctx, log, st, pod, now) {
 			continue // the boost's resize is in flight; decide again after it
 		}
-		d.handleRestart(ctx, log, st, pod)
+		d.handleRestart(ctx, log, st, pod, now)
 		if d.handleDeferred(ctx, log, st, pod, now) {
 			continue // the fit is in flight; decide again after it
 		}
@@ -643,11 +647,16 @@ func (d *Decider) plan(ctx context.Context, log logr.Logger, st *podState, pod *
 			continue
 		}
 		t := corev1.ResourceList{}
-		if c := cs.last.CPU; c.Action != recommend.Hold && !d.boosts[key{st.uid, name}].boosted() {
+		// A change to a RestartContainer resource goes only in a usable
+		// restart window, once per container instance (restartGoes holds
+		// it otherwise; this also stops a stale decision).
+		mayRestart := restartAllowed(pod, cs, now)
+		if c := cs.last.CPU; c.Action != recommend.Hold && !d.boosts[key{st.uid, name}].boosted() &&
+			(mayRestart || restartPolicy(pod, name, corev1.ResourceCPU) != corev1.RestartContainer) {
 			t[corev1.ResourceCPU] = *resource.NewMilliQuantity(c.Request, resource.DecimalSI)
 			why = append(why, fmt.Sprintf("%s cpu %s: %s", name, c.Action, c.Reason))
 		}
-		if c := cs.last.Memory; c.Action != recommend.Hold {
+		if c := cs.last.Memory; c.Action != recommend.Hold && (mayRestart || restartPolicy(pod, name, corev1.ResourceMemory) != corev1.RestartContainer) {
 			t[corev1.ResourceMemory] = *resource.NewQuantity(c.Request, resource.BinarySI)
 			why = append(why, fmt.Sprintf("%s memory %s: %s", name, c.Action, c.Reason))
 		}
@@ -660,11 +669,10 @@ func (d *Decider) plan(ctx context.Context, log logr.Logger, st *podState, pod *
 	if len(wish.Containers) == 0 {
 		return evHold
 	}
-	// Only a granted restart window lets a change to a RestartContainer
-	// resource through (restartGoes).
-	restarting := restartingPlan(pod, st)
+	// The wish holds a change to a RestartContainer resource only in a
+	// usable restart window (above): the planner may restart then.
 	opts := st.opts
-	opts.AllowRestart = len(restarting) > 0
+	opts.AllowRestart = wishRestarts(pod, wish)
 	in := resize.Input{Pod: pod, Usage: usage, Wish: wish, Options: opts}
 	if node, err := d.cfg.Node(); err == nil && node != nil {
 		in.NodeAllocatable = node.Status.Allocatable
@@ -740,9 +748,11 @@ func (d *Decider) plan(ctx context.Context, log logr.Logger, st *podState, pod *
 		return evHold
 	}
 	st.rec.Sent(now)
-	if len(restarting) > 0 {
+	if restarting := plan.Restarts(); len(restarting) > 0 {
 		for _, name := range restarting {
-			st.containers[name].restartSentID = st.containers[name].containerID
+			if cs := st.containers[name]; cs != nil {
+				cs.restartSentID = cs.containerID
+			}
 		}
 		d.metrics.restartResizes.WithLabelValues(st.ns, policyName(st.policy), "Sent").Inc()
 		d.event(pod, corev1.EventTypeNormal, ReasonRestartWindow, "snug resizes "+job.summary+" in the restart window the controller granted; the kubelet restarts "+strings.Join(restarting, ", ")+" to apply it")

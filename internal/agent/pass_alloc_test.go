@@ -50,6 +50,9 @@ func TestPassAllocationsWithDecider(t *testing.T) {
 		if decider {
 			pol := selectorPolicy("pol", v1alpha1.UpdateModeInPlace)
 			pol.Namespace = pods[0].Namespace
+			// With a restart window: a pod that asks for none costs
+			// nothing more (handleRestart's fast path).
+			pol.Spec.UpdatePolicy.RestartWindow = &v1alpha1.RestartWindow{}
 			// The synthetic working set sits near its cgroup limit: cpu
 			// only, so that every sample holds.
 			pol.Spec.ResourcePolicy = &v1alpha1.PodResourcePolicy{ContainerPolicies: []v1alpha1.ContainerResourcePolicy{{

@@ -14,6 +14,7 @@ import (
 	"github.com/snug-dev/snug/api/v1alpha1"
 	"github.com/snug-dev/snug/internal/policy"
 	"github.com/snug-dev/snug/internal/recommend"
+	"github.com/snug-dev/snug/internal/resize"
 )
 
 // restartPolicy is the container's resizePolicy for res: the API's
@@ -113,43 +114,112 @@ const (
 	reasonRestartedToResize = v1alpha1.PodReasonRestarted
 )
 
+// restartAskHold is how long a container keeps asking for a window after
+// the last sample that wanted the change: longer than what holds a change
+// back for a while (the pod's hourly budget spent by in-place resizes, a
+// backoff, a working set dipping under near-limit between collections), so
+// that the pod's RestartWanted condition does not flap, nor lose its place
+// in the controller's queue (oldest ask first).
+const restartAskHold = 2 * time.Minute
+
+// restartGrantMargin is how long before a grant expires
+// (policy.RestartGrantTTL, on the controller's clock) the agent stops
+// using it: a resize sent at the last moment could restart the container
+// after the controller granted the policy's next pod.
+const restartGrantMargin = 30 * time.Second
+
+// Which resources a container asks a window for (containerState.restartRes).
+const (
+	restartCPU uint8 = 1 << iota
+	restartMemory
+)
+
 // restartGoes decides a held change's fate under the policy's restart
-// window (docs/agent.md, "Restart windows"). It records in cs.restartWant
-// which of the container's resources would change with a restart, which
-// the pod's RestartWanted condition follows (handleRestart), and reports
-// whether the change goes out now: the controller granted the pod a window
-// (RestartGranted True) and no restarting resize was sent yet for this
-// container instance.
+// window (docs/agent.md, "Restart windows"). It keeps cs's ask (which
+// resources would change with a restart, which the pod's RestartWanted
+// condition follows, handleRestart) and reports whether the change goes
+// out now: the pod's grant is usable (grantUsable) and no restarting
+// resize was sent yet for this container instance.
 //
-// A container asks when the policy has a window, the change is worth a
-// restart (RestartWindow.Worth on the limit, or the request without one),
-// and the container is past its start-up: Ready and running for the
-// window's minimum interval. A container that runs because its last
-// instance was OOM-killed asks at once: the kill already cost the restart,
-// and the window makes the next start the last at this size.
+// A container starts asking when the policy has a window, the change is
+// worth a restart (restartWorth) and the container is past its start-up:
+// Ready and running for the window's minimum interval. A container that
+// runs because its last instance was OOM-killed asks at once: the kill
+// already cost the restart, and the window makes the next start the last
+// at this size. Once asking, it asks until the change has not been wanted
+// for restartAskHold, or the instance changes.
 func (d *Decider) restartGoes(st *podState, cs *containerState, pod *corev1.Pod, ref ContainerRef, status *corev1.ContainerStatus, dec recommend.Decision, actual recommend.Resources, now time.Time) bool {
-	cs.restartWant = ""
 	w, ok := policy.RestartWindowOf(st.pol)
 	if !ok || !st.actuates() || status == nil || status.State.Running == nil {
+		cs.setRestartWant(ref, 0, now)
 		return false
 	}
-	if cs.oomInstance != ref.ContainerID && (!status.Ready || now.Sub(status.State.Running.StartedAt.Time) < w.MinInterval) {
-		return false
+	res := restartWorth(w, pod, ref.Container, dec, actual)
+	asking := cs.restartRes != 0 && cs.restartWantID == ref.ContainerID
+	switch {
+	case res != 0 && (asking || cs.oomInstance == ref.ContainerID ||
+		(status.Ready && now.Sub(status.State.Running.StartedAt.Time) >= w.MinInterval)):
+		cs.setRestartWant(ref, res, now)
+	default:
+		cs.restartIdle(ref, now)
 	}
-	var res []string
-	if dec.CPU.Action != recommend.Hold && restartPolicy(pod, ref.Container, corev1.ResourceCPU) == corev1.RestartContainer &&
-		w.Worth(limitOr(actual.CPULimitMillis, actual.CPURequestMillis), limitOr(dec.CPU.Limit, dec.CPU.Request)) {
-		res = append(res, "cpu")
+	return res != 0 && cs.restartRes != 0 && cs.restartSentID != ref.ContainerID && grantUsable(pod, now)
+}
+
+// restartWorth says which of the container's RestartContainer resources
+// dec changes by enough for a restart: RestartWindow.Worth on the limit
+// (the request without one) or on the request, whichever moves more, so
+// that a RequestsOnly grow, whose limit stays, counts too.
+func restartWorth(w policy.RestartWindow, pod *corev1.Pod, container string, dec recommend.Decision, actual recommend.Resources) uint8 {
+	var res uint8
+	worth := func(ch recommend.Change, req, lim int64) bool {
+		return ch.Action != recommend.Hold &&
+			(w.Worth(limitOr(lim, req), limitOr(ch.Limit, ch.Request)) || w.Worth(req, ch.Request))
 	}
-	if dec.Memory.Action != recommend.Hold && restartPolicy(pod, ref.Container, corev1.ResourceMemory) == corev1.RestartContainer &&
-		w.Worth(limitOr(actual.MemLimitBytes, actual.MemRequestBytes), limitOr(dec.Memory.Limit, dec.Memory.Request)) {
-		res = append(res, "memory")
+	if restartPolicy(pod, container, corev1.ResourceCPU) == corev1.RestartContainer && worth(dec.CPU, actual.CPURequestMillis, actual.CPULimitMillis) {
+		res |= restartCPU
 	}
-	if len(res) == 0 {
-		return false
+	if restartPolicy(pod, container, corev1.ResourceMemory) == corev1.RestartContainer && worth(dec.Memory, actual.MemRequestBytes, actual.MemLimitBytes) {
+		res |= restartMemory
 	}
-	cs.restartWant = ref.Container + " (" + strings.Join(res, ", ") + ")"
-	return cs.restartSentID != ref.ContainerID && policy.PodConditionTrue(pod, policy.ConditionRestartGranted)
+	return res
+}
+
+// setRestartWant records that the container instance ref asks a window
+// for res at now (0: it asks for none); its message part is made only
+// when what it asks for changes.
+func (cs *containerState) setRestartWant(ref ContainerRef, res uint8, now time.Time) {
+	if res == 0 {
+		cs.restartRes, cs.restartWant, cs.restartWantID = 0, "", ""
+		return
+	}
+	if res != cs.restartRes || cs.restartWantID != ref.ContainerID {
+		var names []string
+		if res&restartCPU != 0 {
+			names = append(names, "cpu")
+		}
+		if res&restartMemory != 0 {
+			names = append(names, "memory")
+		}
+		cs.restartRes, cs.restartWantID = res, ref.ContainerID
+		cs.restartWant = ref.Container + " (" + strings.Join(names, ", ") + ")"
+	}
+	cs.restartWantAt = now
+}
+
+// restartIdle is a sample that wants no restarting change: an ask goes
+// once nothing has wanted it for restartAskHold, or with its instance.
+func (cs *containerState) restartIdle(ref ContainerRef, now time.Time) {
+	if cs.restartRes != 0 && (cs.restartWantID != ref.ContainerID || now.Sub(cs.restartWantAt) >= restartAskHold) {
+		cs.setRestartWant(ref, 0, now)
+	}
+}
+
+// grantUsable reports whether pod holds a grant (RestartGranted True) the
+// agent may still use at now: not within restartGrantMargin of its expiry.
+func grantUsable(pod *corev1.Pod, now time.Time) bool {
+	g := policy.PodCondition(pod, policy.ConditionRestartGranted)
+	return g != nil && g.Status == corev1.ConditionTrue && now.Sub(g.LastTransitionTime.Time) < policy.RestartGrantTTL-restartGrantMargin
 }
 
 // sizeForRestart sizes a grow that goes out in a restart window to last: a
@@ -187,18 +257,22 @@ func limitOr(limit, request int64) int64 {
 }
 
 // handleRestart keeps the pod's RestartWanted condition with what its
-// containers want (restartGoes), and ends a restart the agent sent: once
+// containers ask for (restartGoes), and ends a restart the agent sent: once
 // the container runs again as a new instance and is Ready, it no longer
-// wants one (its start is the new minimum interval's beginning), and the
+// asks (its start is the new minimum interval's beginning), and the
 // controller, seeing the condition False, closes the window. A window
-// that closed before the restart came (the controller took it back) lets
-// the container ask again. It writes nothing for a pod whose policy has
-// no window and that never asked.
-func (d *Decider) handleRestart(ctx context.Context, log logr.Logger, st *podState, pod *corev1.Pod) {
-	if _, ok := policy.RestartWindowOf(st.pol); !ok && st.restartCond.status == "" && !policy.PodConditionTrue(pod, policy.ConditionRestartWanted) {
+// taken back before the restart came lets the container ask again. It
+// writes nothing, and allocates nothing, for a pod none of whose
+// containers asks or restarts and whose condition is not True.
+func (d *Decider) handleRestart(ctx context.Context, log logr.Logger, st *podState, pod *corev1.Pod, now time.Time) {
+	busy := false
+	for _, cs := range st.containers {
+		busy = busy || cs.restartRes != 0 || cs.restartSentID != ""
+	}
+	if !busy && st.restartCond.status != corev1.ConditionTrue && !policy.PodConditionTrue(pod, policy.ConditionRestartWanted) {
 		return
 	}
-	granted := policy.PodConditionTrue(pod, policy.ConditionRestartGranted)
+	granted := grantUsable(pod, now)
 	var wants []string
 	restarted := false
 	for _, name := range sortedNames(st.containers) {
@@ -209,9 +283,11 @@ func (d *Decider) handleRestart(ctx context.Context, log logr.Logger, st *podSta
 			case status != nil && status.ContainerID != cs.restartSentID && status.Ready:
 				log.Info("container restarted to resize", "pod", st.ns+"/"+st.name, "container", name)
 				d.metrics.restartResizes.WithLabelValues(st.ns, policyName(st.policy), "Restarted").Inc()
-				cs.restartSentID, cs.restartWant, restarted = "", "", true
-			case !granted:
-				// The window closed without the restart: ask again.
+				cs.restartSentID, restarted = "", true
+				cs.setRestartWant(ContainerRef{}, 0, now)
+			case !granted && !restartPending(pod, name):
+				// The window was taken back and nothing of the resize
+				// is left to apply: the container may ask again.
 				cs.restartSentID = ""
 			default:
 				wants = append(wants, name+" (restarting)")
@@ -234,18 +310,55 @@ func (d *Decider) handleRestart(ctx context.Context, log logr.Logger, st *podSta
 	d.setPodCondition(ctx, log, st, pod, policy.ConditionRestartWanted, c, &st.restartCond)
 }
 
-// restartingPlan reports whether plan changes a resource that restarts its
-// container (only a granted window lets such a change through, restartGoes),
-// and names those changes for the event.
-func restartingPlan(pod *corev1.Pod, st *podState) (names []string) {
-	for _, name := range sortedNames(st.containers) {
-		cs := st.containers[name]
-		if (cs.last.CPU.Action != recommend.Hold && restartPolicy(pod, name, corev1.ResourceCPU) == corev1.RestartContainer) ||
-			(cs.last.Memory.Action != recommend.Hold && restartPolicy(pod, name, corev1.ResourceMemory) == corev1.RestartContainer) {
-			names = append(names, name)
+// restartPending reports whether a RestartContainer resource of the
+// container differs between spec and status: a restarting resize not
+// applied yet (Deferred, in progress), which the kubelet may still apply
+// by restarting the container.
+func restartPending(pod *corev1.Pod, container string) bool {
+	var spec *corev1.ResourceRequirements
+	for i := range pod.Spec.Containers {
+		if pod.Spec.Containers[i].Name == container {
+			spec = &pod.Spec.Containers[i].Resources
 		}
 	}
-	return names
+	status := containerStatus(pod, container)
+	if spec == nil || status == nil || status.Resources == nil {
+		return false
+	}
+	for _, res := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		if restartPolicy(pod, container, res) != corev1.RestartContainer {
+			continue
+		}
+		for _, pair := range [2][2]corev1.ResourceList{{spec.Requests, status.Resources.Requests}, {spec.Limits, status.Resources.Limits}} {
+			a, b := pair[0][res], pair[1][res]
+			if a.Cmp(b) != 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// restartAllowed reports whether a change to a RestartContainer resource
+// of container cs may go into the pod's plan now: the pod's grant is
+// usable and no restarting resize was sent for this instance yet. A stale
+// decision (a container without a sample this pass) cannot slip one
+// through after the grant has gone.
+func restartAllowed(pod *corev1.Pod, cs *containerState, now time.Time) bool {
+	return cs.restartSentID != cs.containerID && grantUsable(pod, now)
+}
+
+// wishRestarts reports whether the wish changes a resource that the
+// container declares RestartContainer.
+func wishRestarts(pod *corev1.Pod, wish resize.Wish) bool {
+	for _, c := range wish.Containers {
+		for res := range c.Target {
+			if restartPolicy(pod, c.Name, res) == corev1.RestartContainer {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // sortedNames are m's keys in order.

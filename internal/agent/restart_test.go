@@ -91,9 +91,20 @@ func TestDeciderRestartWindow(t *testing.T) {
 			t.Errorf("cpu limit %s, want grown in place meanwhile", got.String())
 		}
 
-		// Granted: the memory resize goes out, with the restart.
+		// A grant about to expire is not used: the controller may grant
+		// the next pod before the restart would come.
 		p := fk.get("p")
-		p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: policy.ConditionRestartGranted, Status: corev1.ConditionTrue})
+		p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: policy.ConditionRestartGranted, Status: corev1.ConditionTrue,
+			LastTransitionTime: metav1.NewTime(now.Add(time.Duration(i)*time.Second - policy.RestartGrantTTL + restartGrantMargin))})
+		fk.update(p)
+		pass()
+		if resizedMemory(fk) {
+			t.Fatalf("memory resized in a grant within %s of its expiry", restartGrantMargin)
+		}
+
+		// Granted: the memory resize goes out, with the restart, once.
+		p = fk.get("p")
+		p.Status.Conditions[len(p.Status.Conditions)-1].LastTransitionTime = metav1.NewTime(now.Add(time.Duration(i) * time.Second))
 		fk.update(p)
 		pass()
 		pass()
@@ -105,7 +116,7 @@ func TestDeciderRestartWindow(t *testing.T) {
 			t.Errorf("RestartWindow events %q, want one naming app", evs)
 		}
 		if n := metricValue(t, d.metrics, "snug_agent_restart_resizes_total", "ns", "pol", "Sent"); n != 1 {
-			t.Errorf("restart resizes sent %v, want 1", n)
+			t.Errorf("restart resizes sent %v, want 1 (once per container instance)", n)
 		}
 
 		// The kubelet restarted it: a new instance, Ready.
@@ -119,6 +130,18 @@ func TestDeciderRestartWindow(t *testing.T) {
 		}
 		if n := metricValue(t, d.metrics, "snug_agent_restart_resizes_total", "ns", "pol", "Restarted"); n != 1 {
 			t.Errorf("restarts seen %v, want 1", n)
+		}
+		// The new instance, just started, does not ask again though the
+		// load still wants memory (the grant is still shown): no second
+		// restarting resize.
+		for range 3 {
+			pass()
+		}
+		if c := restartWanted(t, fk); c == nil || c.Status != corev1.ConditionFalse {
+			t.Errorf("RestartWanted %+v after more samples, want still False", c)
+		}
+		if n := metricValue(t, d.metrics, "snug_agent_restart_resizes_total", "ns", "pol", "Sent"); n != 1 {
+			t.Errorf("restart resizes sent %v after the restart, want still 1", n)
 		}
 	})
 }
@@ -169,11 +192,61 @@ func TestRestartGoesEligibility(t *testing.T) {
 			dec := recommend.Decision{Memory: recommend.Change{Action: action, Request: tc.wantLimit / 2, Limit: tc.wantLimit}}
 			actual := actualResources(pod, "app", status)
 			d := &Decider{}
-			d.restartGoes(st, cs, pod, ref, status, dec, actual, now)
+			if d.restartGoes(st, cs, pod, ref, status, dec, actual, now) {
+				t.Error("goes without a grant")
+			}
 			if got := cs.restartWant != ""; got != tc.want {
 				t.Errorf("asks for a window: %v (%q), want %v", got, cs.restartWant, tc.want)
 			}
+			// Granted: it goes if it asks, once per instance.
+			pod.Status.Conditions = append(pod.Status.Conditions, corev1.PodCondition{Type: policy.ConditionRestartGranted, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(now)})
+			if got := d.restartGoes(st, cs, pod, ref, status, dec, actual, now); got != tc.want {
+				t.Errorf("granted: goes %v, want %v", got, tc.want)
+			}
+			cs.restartSentID = ref.ContainerID
+			if d.restartGoes(st, cs, pod, ref, status, dec, actual, now) {
+				t.Error("goes a second time for the same container instance")
+			}
 		})
+	}
+}
+
+// TestRestartAskHolds: an ask outlasts a short hold of the change (the
+// pod's budget, a backoff, a working set dipping under near-limit), for
+// restartAskHold, so that the condition does not flap; it goes with the
+// instance. A RequestsOnly grow (the limit stays) is worth a restart too.
+func TestRestartAskHolds(t *testing.T) {
+	now := time.Now()
+	pod := testPod("p", nil, rl("50m", "64Mi"), rl("100m", "128Mi"))
+	pod.Spec.Containers[0].ResizePolicy = []corev1.ContainerResizePolicy{{ResourceName: corev1.ResourceMemory, RestartPolicy: corev1.RestartContainer}}
+	status := &pod.Status.ContainerStatuses[0]
+	status.Ready = true
+	status.State.Running.StartedAt = metav1.NewTime(now.Add(-2 * time.Hour))
+	pol := selectorPolicy("pol", v1alpha1.UpdateModeInPlace)
+	pol.Spec.UpdatePolicy.RestartWindow = &v1alpha1.RestartWindow{}
+	st := &podState{pol: pol, mode: v1alpha1.UpdateModeInPlace}
+	cs := &containerState{}
+	ref := refOf(pod)
+	actual := actualResources(pod, "app", status)
+	// RequestsOnly: the request grows 64Mi -> 96Mi, the limit stays.
+	dec := recommend.Decision{Memory: recommend.Change{Action: recommend.Grow, Request: 96 << 20, Limit: 128 << 20}}
+	d := &Decider{}
+	d.restartGoes(st, cs, pod, ref, status, dec, actual, now)
+	if cs.restartWant != "app (memory)" {
+		t.Fatalf("ask %q for a RequestsOnly grow, want app (memory)", cs.restartWant)
+	}
+	cs.restartIdle(ref, now.Add(restartAskHold-time.Second))
+	if cs.restartWant == "" {
+		t.Errorf("the ask went within %s of the last want", restartAskHold)
+	}
+	cs.restartIdle(ref, now.Add(restartAskHold))
+	if cs.restartWant != "" {
+		t.Errorf("the ask %q stayed %s after the last want", cs.restartWant, restartAskHold)
+	}
+	d.restartGoes(st, cs, pod, ref, status, dec, actual, now)
+	cs.restartIdle(ContainerRef{ContainerID: "containerd://2"}, now.Add(time.Second))
+	if cs.restartWant != "" {
+		t.Errorf("the ask %q stayed with a new container instance", cs.restartWant)
 	}
 }
 

@@ -436,17 +436,18 @@ func (c *Controller) reconcile(ctx context.Context, k string) (time.Duration, er
 		if after > 0 && after < requeue {
 			requeue = after
 		}
-		// A policy that yields to a VPA changes no pod (vpa.go).
+		// A policy that yields to a VPA changes no pod (vpa.go): it
+		// evicts none and grants no restart window (and takes back any).
 		if len(vpas) == 0 {
 			if after := c.evictDeferred(ctx, p, pods, now); after > 0 && after < requeue {
 				requeue = after
 			}
-			after, restarted := c.restartWindows(ctx, p, pods, now)
-			if after > 0 && after < requeue {
-				requeue = after
-			}
-			status.Restarts = withRestarts(status.Restarts, restarted)
 		}
+		after, restarted := c.restartWindows(ctx, p, pods, len(vpas) > 0, now)
+		if after > 0 && after < requeue {
+			requeue = after
+		}
+		status.Restarts = withRestarts(status.Restarts, restarted)
 	}
 
 	want := conditionsFor(observation{

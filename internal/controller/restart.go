@@ -60,22 +60,39 @@ type windowPlan struct {
 	recheckAfter time.Duration
 }
 
+// expiredPause is how long no window is granted after one expired: the
+// agent of the expired pod stops using a grant restartGrantMargin (30 s)
+// before its expiry, and a resize it sent may still be on its way.
+const expiredPause = 30 * time.Second
+
 // planWindows decides the restart windows of a policy's pods (pods: all
 // it governs). hasWindow is whether the policy has updatePolicy.
-// restartWindow. A grant is taken back when the policy no longer has a
-// window, when the pod no longer asks (the agent restarted the container,
-// or the change is no longer wanted: Closed) and after
-// policy.RestartGrantTTL (Expired). While one is granted, none is granted
-// anew: one pod of a policy at a time. A pod that asks is a candidate
-// when it is not being deleted, every other pod of the policy is Ready
-// and not being deleted, and it is not the policy's only pod (unless
-// singleReplica).
+// restartWindow (and does not yield to a VPA). A grant is taken back when
+// the policy no longer has a window, when the pod no longer asks (the
+// agent restarted the container, or the change is no longer wanted:
+// Closed) and after policy.RestartGrantTTL (Expired). While one is
+// granted, or a pod has a restarting resize not applied yet (its
+// RestartContainer resources differ between spec and status: the kubelet
+// may still restart it), none is granted anew: one pod of a policy at a
+// time; nor in the expiredPause after a grant expired. A pod that asks is
+// a candidate when it is not being deleted, every other pod of the policy
+// is Ready and not being deleted, and it is not the policy's only running
+// pod (unless singleReplica).
 func planWindows(w policy.RestartWindow, hasWindow bool, pods []*corev1.Pod, now time.Time) windowPlan {
 	var plan windowPlan
 	active := false
 	for _, pod := range pods {
+		if restartInFlight(pod) {
+			active = true
+		}
 		g := policy.PodCondition(pod, policy.ConditionRestartGranted)
 		if g == nil || g.Status != corev1.ConditionTrue {
+			if g != nil && g.Reason == reasonWindowExpired && now.Sub(g.LastTransitionTime.Time) < expiredPause {
+				active = true
+				if left := expiredPause - now.Sub(g.LastTransitionTime.Time); plan.recheckAfter == 0 || left < plan.recheckAfter {
+					plan.recheckAfter = left
+				}
+			}
 			continue
 		}
 		age := now.Sub(g.LastTransitionTime.Time)
@@ -87,6 +104,8 @@ func planWindows(w policy.RestartWindow, hasWindow bool, pods []*corev1.Pod, now
 		case age >= policy.RestartGrantTTL:
 			plan.revoke = append(plan.revoke, windowChange{pod: pod, reason: reasonWindowExpired,
 				message: fmt.Sprintf("not used within %s", policy.RestartGrantTTL)})
+			active = true // no grant until expiredPause has passed
+			plan.recheckAfter = expiredPause
 		default:
 			active = true
 			if left := policy.RestartGrantTTL - age; plan.recheckAfter == 0 || left < plan.recheckAfter {
@@ -116,9 +135,15 @@ func planWindows(w policy.RestartWindow, hasWindow bool, pods []*corev1.Pod, now
 		}
 		return strings.Compare(a.Name, b.Name)
 	})
+	running := 0
+	for _, pod := range pods {
+		if pod.Status.Phase == corev1.PodRunning {
+			running++
+		}
+	}
 	for _, pod := range asking {
-		if len(pods) == 1 && !w.SingleReplica {
-			plan.refused, plan.why = "single", fmt.Sprintf("pod %s is the policy's only pod and restartWindow.singleReplica is false", pod.Name)
+		if running <= 1 && !w.SingleReplica {
+			plan.refused, plan.why = "single", fmt.Sprintf("pod %s is the policy's only running pod and restartWindow.singleReplica is false", pod.Name)
 			continue
 		}
 		if other := notReadyOther(pod, pods); other != "" {
@@ -128,6 +153,37 @@ func planWindows(w policy.RestartWindow, hasWindow bool, pods []*corev1.Pod, now
 		plan.candidates = append(plan.candidates, pod)
 	}
 	return plan
+}
+
+// restartInFlight reports whether a container of pod has a resize of a
+// RestartContainer resource that the kubelet has not applied yet: spec and
+// status differ for it. The kubelet may still apply it, restarting the
+// container, so the policy's next window waits.
+func restartInFlight(pod *corev1.Pod) bool {
+	for i := range pod.Spec.Containers {
+		c := &pod.Spec.Containers[i]
+		var status *corev1.ContainerStatus
+		for j := range pod.Status.ContainerStatuses {
+			if pod.Status.ContainerStatuses[j].Name == c.Name {
+				status = &pod.Status.ContainerStatuses[j]
+			}
+		}
+		if status == nil || status.Resources == nil {
+			continue
+		}
+		for _, p := range c.ResizePolicy {
+			if p.RestartPolicy != corev1.RestartContainer {
+				continue
+			}
+			for _, pair := range [2][2]corev1.ResourceList{{c.Resources.Requests, status.Resources.Requests}, {c.Resources.Limits, status.Resources.Limits}} {
+				a, b := pair[0][p.ResourceName], pair[1][p.ResourceName]
+				if a.Cmp(b) != 0 {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // notReadyOther says which of pods other than pod is not Ready or is being
@@ -170,8 +226,9 @@ func withRestarts(records, closed []v1alpha1.RestartRecord) []v1alpha1.RestartRe
 // look again by time alone (0: no need), and the restarts that the windows
 // it closed saw through (the agent's RestartWanted False, reason
 // Restarted), for the policy's status.
-func (c *Controller) restartWindows(ctx context.Context, p *v1alpha1.SnugPolicy, pods []*corev1.Pod, now time.Time) (time.Duration, []v1alpha1.RestartRecord) {
+func (c *Controller) restartWindows(ctx context.Context, p *v1alpha1.SnugPolicy, pods []*corev1.Pod, yields bool, now time.Time) (time.Duration, []v1alpha1.RestartRecord) {
 	w, ok := policy.RestartWindowOf(p)
+	ok = ok && !yields // a policy that yields to a VPA changes no pod
 	plan := planWindows(w, ok, pods, now)
 	log := klog.FromContext(ctx)
 	var restarted []v1alpha1.RestartRecord
@@ -196,17 +253,22 @@ func (c *Controller) restartWindows(ctx context.Context, p *v1alpha1.SnugPolicy,
 		c.metrics.restartWindows.WithLabelValues(p.Namespace, p.Name, plan.refused).Inc()
 		log.V(1).Info("no restart window", "why", plan.why)
 	}
+	retry := time.Duration(0)
 	for _, pod := range plan.candidates {
 		blocked, err := evictDryRun(ctx, c.cs, pod)
 		switch {
 		case blocked:
 			c.metrics.restartWindows.WithLabelValues(p.Namespace, p.Name, "pdb").Inc()
 			log.V(1).Info("no restart window: a PodDisruptionBudget allows no disruption now", "pod", klog.KObj(pod), "err", err)
-			return blockedRetry, restarted
+			retry = blockedRetry
+			continue
 		case err != nil:
 			c.metrics.restartWindows.WithLabelValues(p.Namespace, p.Name, "error").Inc()
 			log.Error(err, "asking the PodDisruptionBudgets for a restart window", "pod", klog.KObj(pod))
-			return 30 * time.Second, restarted
+			if retry == 0 {
+				retry = 30 * time.Second
+			}
+			continue
 		}
 		wanted := policy.PodCondition(pod, policy.ConditionRestartWanted)
 		msg := fmt.Sprintf("one pod of policy %s at a time; the others are Ready and the PodDisruptionBudgets allow a disruption (%s)", p.Name, wanted.Message)
@@ -219,6 +281,9 @@ func (c *Controller) restartWindows(ctx context.Context, p *v1alpha1.SnugPolicy,
 		log.Info("restart window granted", "pod", klog.KObj(pod), "wanted", wanted.Message)
 		c.recorder.Eventf(pod, corev1.EventTypeNormal, EventRestartWindow, "snug policy %s lets the agent restart the pod's container to resize it: %s", p.Name, wanted.Message)
 		return policy.RestartGrantTTL, restarted
+	}
+	if retry > 0 && (plan.recheckAfter == 0 || retry < plan.recheckAfter) {
+		return retry, restarted
 	}
 	return plan.recheckAfter, restarted
 }
