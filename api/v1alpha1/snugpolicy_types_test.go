@@ -3,6 +3,7 @@ package v1alpha1
 import (
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -63,6 +64,7 @@ func full() *SnugPolicy {
 				UncappedTarget: rl("250m", "256Mi"),
 			}}},
 			Conditions: []metav1.Condition{{Type: ConditionReady, Status: metav1.ConditionTrue, Reason: "Resolved"}},
+			Restarts:   []RestartRecord{{PodName: "web-1", Time: metav1.NewTime(time.Unix(1, 0)), Message: "app (memory)"}},
 		},
 	}
 }
@@ -130,6 +132,7 @@ func TestDeepCopy(t *testing.T) {
 	*cp.Spec.Behavior.ScaleDown.StabilizationWindowSeconds = 9
 	*cp.Spec.Behavior.MemoryHeadroomPercent = 9
 	*cp.Spec.Behavior.Deferred.AfterSeconds = 9
+	cp.Status.Restarts[0].PodName = "other"
 	r := &cp.Status.Recommendation.ContainerRecommendations[0]
 	r.Target[corev1.ResourceCPU] = resource.MustParse("9")
 	r.LowerBound[corev1.ResourceCPU] = resource.MustParse("9")
