@@ -27,9 +27,9 @@ import (
 // (minIntervalSeconds 60) and a PodDisruptionBudget that allows one
 // disruption; each pod's snug-load holds 58Mi of its 64Mi limit. snug
 // grows each pod's memory by restarting its container exactly once, one
-// pod at a time (never two pods not Ready at once), with no OOM kill; its
-// CPU is resized in place meanwhile if it needs it; and, the grow sized to
-// last (sizeForRestart), no pod asks for a second window.
+// pod at a time (never two pods not Ready at once), with no OOM kill; the
+// policy's status.restarts records the three; and, the grow sized to last
+// (sizeForRestart), no pod holds a further change that needs a restart.
 func TestRestartWindow(t *testing.T) {
 	pc := installPolicyCRD(t)
 	ag := installSnug(t, snugInstall{})
@@ -107,6 +107,14 @@ func TestRestartWindow(t *testing.T) {
 	if oom != "" {
 		t.Errorf("pod %s was OOM-killed: the window came too late", oom)
 	}
+	// The policy's status records the three restarts.
+	waitFor(t, "the policy's status.restarts", time.Minute, func() (bool, error) {
+		pol, err := pc.SnugPolicies(ns).Get(t.Context(), name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return len(pol.Status.Restarts) == 3, nil
+	})
 	for _, p := range pods {
 		waitEvent(t, ns, p.Name, agent.ReasonRestartWindow)
 		// The grow was sized to last: the agent holds no further change
