@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -45,9 +46,22 @@ func newClients(kubeconfig string) (*clients, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading kubeconfig: %w", err)
 	}
+	return clientsFor(cfg, nil)
+}
+
+// clientsFor makes the agent's clients for a copy of cfg, with the user
+// agent snug-agent; count, if set, also sees every request (verb,
+// resource), besides the agent's own metric.
+func clientsFor(base *rest.Config, count func(verb, resource string)) (*clients, error) {
+	cfg := rest.CopyConfig(base)
 	cfg.UserAgent = "snug-agent"
 	requests := newRequestsCounter()
-	kube.CountRequests(cfg, func(verb, resource string) { requests.WithLabelValues(verb, resource).Inc() })
+	kube.CountRequests(cfg, func(verb, resource string) {
+		requests.WithLabelValues(verb, resource).Inc()
+		if count != nil {
+			count(verb, resource)
+		}
+	})
 	core, err := kube.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("making a client: %w", err)
@@ -165,6 +179,46 @@ func Run(ctx context.Context, o *Options, stdout io.Writer) error {
 	}
 	fmt.Fprintln(stdout, "snug-agent: stopped")
 	return nil
+}
+
+// RunHollow runs an agent for o.Node until ctx is done (nil) or it fails:
+// Run's pod watch, loop and, with o.Autoscale, decider, on cfg (whose
+// Sampler stands in for the node's cgroups), without the cgroup and node
+// checks or the HTTP server. The scale bench (lab) runs many in one
+// process, one per node kwok plays, against a real API server at base;
+// count, if set, sees each agent's every request to it (verb, resource).
+// ready, if set, is called once the agent's watches have synced.
+func RunHollow(ctx context.Context, o *Options, cfg Config, base *rest.Config, clk clock.WithTicker, count func(verb, resource string), ready func()) error {
+	if cfg.Sampler == nil {
+		return errors.New("a hollow agent needs a Sampler")
+	}
+	log := klog.Background().WithValues("node", o.Node)
+	ctx = logr.NewContext(ctx, log)
+	cs, err := clientsFor(base, count)
+	if err != nil {
+		return err
+	}
+	a, err := New(cfg, clk)
+	if err != nil {
+		return err
+	}
+	a.metrics.reg.MustRegister(cs.requests)
+	pods, err := WatchPods(ctx, cs.core, o.Node, a, o.APITimeout)
+	if err != nil {
+		return err
+	}
+	if o.Autoscale {
+		d, stopEvents, err := startDecider(ctx, log, o, a, cs, pods)
+		if err != nil {
+			return err
+		}
+		defer stopEvents()
+		defer d.Wait()
+	}
+	if ready != nil {
+		ready()
+	}
+	return a.Run(ctx)
 }
 
 // startDecider watches the node and the SnugPolicies and installs the

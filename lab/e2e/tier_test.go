@@ -75,6 +75,7 @@ var tiers = map[string]string{
 	"TestStartupBoost":              tierCore,
 	// Not run on the lab yet: full until it has passed there, then core.
 	"TestRestartWindow":                tierFull,
+	"TestScaleSmoke":                   tierFull,
 	"TestResizeApplied":                tierCore,
 	"TestResizeDeferredTimeoutDeleted": tierCore,
 	"TestResizeInfeasibleOrRejected":   tierCore,
