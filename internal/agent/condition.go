@@ -42,8 +42,10 @@ func (d *Decider) setNamespaceCondition(ctx context.Context, log logr.Logger, st
 // setPodCondition writes the pod's condition of type typ when it differs
 // from what the pod shows (and from *last, what the agent last wrote, the
 // informer lagging behind a write), as an effect (effects.go); False is
-// written only over a True. A write that fails is logged and tried again
-// the next time the condition is set.
+// written only over a True. One write per pod and type is out at a time
+// (a keyed effect), so that an older write cannot land after a newer one;
+// one that could not start is tried again on a later pass. A write that
+// fails is logged and tried again the next time the condition is set.
 func (d *Decider) setPodCondition(ctx context.Context, log logr.Logger, st *podState, pod *corev1.Pod, typ corev1.PodConditionType, c podCondition, last *podCondition) {
 	if d.cfg.ResizeClient == nil || d.cfg.DryRun || *last == c {
 		return
@@ -70,14 +72,13 @@ func (d *Decider) setPodCondition(ctx context.Context, log logr.Logger, st *podS
 		log.Error(err, "writing the pod's condition", "pod", st.ns+"/"+st.name)
 		return
 	}
-	*last = c
 	ns, name := st.ns, st.name
-	d.fx.start(ctx, "", func(ctx context.Context) settleFunc {
+	started := d.fx.start(ctx, "condition/"+ns+"/"+name+"/"+string(typ), func(ctx context.Context) settleFunc {
 		pctx, cancel := context.WithTimeout(ctx, conditionPatchTimeout)
 		defer cancel()
 		_, err := d.cfg.ResizeClient.PatchPod(pctx, ns, name, types.StrategicMergePatchType, body, metav1.PatchOptions{}, "status")
 		if err == nil {
-			return nil
+			return nil // the key is freed all the same
 		}
 		return func(_ context.Context, log logr.Logger) {
 			log.Error(err, "writing the pod's condition", "pod", ns+"/"+name, "condition", string(typ), "reason", c.reason)
@@ -86,6 +87,9 @@ func (d *Decider) setPodCondition(ctx context.Context, log logr.Logger, st *podS
 			}
 		}
 	})
+	if started {
+		*last = c
+	}
 }
 
 // conditionPatch is the strategic merge patch of the pod's status that sets

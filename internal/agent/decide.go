@@ -163,6 +163,12 @@ type podState struct {
 	// nsCondition is the ConditionNamespaceLimited last written,
 	// restartCond the policy.ConditionRestartWanted.
 	nsCondition, restartCond podCondition
+	// grantAt is the restart window grant the pod shows (its
+	// RestartGranted condition's time), grantSeen when the agent first saw
+	// it, grantSpent whether the agent said it no longer asks while it was
+	// shown (grantUsable).
+	grantAt, grantSeen time.Time
+	grantSpent         bool
 	// pendingReason and pendingSince are the pod's pending resize as its
 	// metric shows it (observePending).
 	pendingReason string
@@ -596,7 +602,9 @@ func (d *Decider) PassDone(ctx context.Context) {
 		if d.handleBoost(ctx, log, st, pod, now) {
 			continue // the boost's resize is in flight; decide again after it
 		}
-		d.handleRestart(ctx, log, st, pod, now)
+		if d.handleRestart(ctx, log, st, pod, now) {
+			continue // the take-back is in flight; decide again after it
+		}
 		if d.handleDeferred(ctx, log, st, pod, now) {
 			continue // the fit is in flight; decide again after it
 		}
@@ -650,7 +658,7 @@ func (d *Decider) plan(ctx context.Context, log logr.Logger, st *podState, pod *
 		// A change to a RestartContainer resource goes only in a usable
 		// restart window, once per container instance (restartGoes holds
 		// it otherwise; this also stops a stale decision).
-		mayRestart := restartAllowed(pod, cs, now)
+		mayRestart := restartAllowed(st, pod, cs, now)
 		if c := cs.last.CPU; c.Action != recommend.Hold && !d.boosts[key{st.uid, name}].boosted() &&
 			(mayRestart || restartPolicy(pod, name, corev1.ResourceCPU) != corev1.RestartContainer) {
 			t[corev1.ResourceCPU] = *resource.NewMilliQuantity(c.Request, resource.DecimalSI)
@@ -802,6 +810,8 @@ func (d *Decider) finish(ctx context.Context, log logr.Logger, r sendResult) {
 		switch {
 		case r.job.boost != "":
 			// finishBoost records it.
+		case r.job.deferred == deferredRestartClosed:
+			d.event(pod, corev1.EventTypeNormal, ReasonRestartWindow, fmt.Sprintf("snug took back %s, applied in %.1fs", r.job.summary, rj.DecisionToAppliedSeconds))
 		case r.job.deferred != "":
 			d.event(pod, corev1.EventTypeNormal, ReasonFittedToNode, fmt.Sprintf("snug fitted a deferred resize to the node: %s, applied in %.1fs", r.job.summary, rj.DecisionToAppliedSeconds))
 		case r.job.namespaceCapped:

@@ -163,7 +163,7 @@ func (d *Decider) restartGoes(st *podState, cs *containerState, pod *corev1.Pod,
 	default:
 		cs.restartIdle(ref, now)
 	}
-	return res != 0 && cs.restartRes != 0 && cs.restartSentID != ref.ContainerID && grantUsable(pod, now)
+	return res != 0 && cs.restartRes != 0 && cs.restartSentID != ref.ContainerID && st.grantUsable(pod, now)
 }
 
 // restartWorth says which of the container's RestartContainer resources
@@ -216,10 +216,22 @@ func (cs *containerState) restartIdle(ref ContainerRef, now time.Time) {
 }
 
 // grantUsable reports whether pod holds a grant (RestartGranted True) the
-// agent may still use at now: not within restartGrantMargin of its expiry.
-func grantUsable(pod *corev1.Pod, now time.Time) bool {
+// agent may still use at now: not within restartGrantMargin of its expiry,
+// by the controller's time nor by the agent's own since it first saw the
+// grant (the node's clock may differ from the controller's), and not spent
+// (the agent said it no longer asks while the grant was shown: the
+// controller closes it, and may grant the policy's next pod before this
+// agent's cache shows the close).
+func (st *podState) grantUsable(pod *corev1.Pod, now time.Time) bool {
 	g := policy.PodCondition(pod, policy.ConditionRestartGranted)
-	return g != nil && g.Status == corev1.ConditionTrue && now.Sub(g.LastTransitionTime.Time) < policy.RestartGrantTTL-restartGrantMargin
+	if g == nil || g.Status != corev1.ConditionTrue {
+		return false
+	}
+	if at := g.LastTransitionTime.Time; !at.Equal(st.grantAt) {
+		st.grantAt, st.grantSeen, st.grantSpent = at, now, false
+	}
+	limit := policy.RestartGrantTTL - restartGrantMargin
+	return !st.grantSpent && now.Sub(st.grantAt) < limit && now.Sub(st.grantSeen) < limit
 }
 
 // sizeForRestart sizes a grow that goes out in a restart window to last: a
@@ -264,16 +276,22 @@ func limitOr(limit, request int64) int64 {
 // taken back before the restart came lets the container ask again. It
 // writes nothing, and allocates nothing, for a pod none of whose
 // containers asks or restarts and whose condition is not True.
-func (d *Decider) handleRestart(ctx context.Context, log logr.Logger, st *podState, pod *corev1.Pod, now time.Time) {
+//
+// A restarting resize the kubelet has not applied (Deferred, say) when its
+// window closed would restart the container whenever the kubelet gets to
+// it, outside any window: its restarting part is taken back
+// (takeBackRestart), and handleRestart reports true when that resize went
+// out.
+func (d *Decider) handleRestart(ctx context.Context, log logr.Logger, st *podState, pod *corev1.Pod, now time.Time) bool {
 	busy := false
 	for _, cs := range st.containers {
 		busy = busy || cs.restartRes != 0 || cs.restartSentID != ""
 	}
 	if !busy && st.restartCond.status != corev1.ConditionTrue && !policy.PodConditionTrue(pod, policy.ConditionRestartWanted) {
-		return
+		return false
 	}
-	granted := grantUsable(pod, now)
-	var wants []string
+	granted := st.grantUsable(pod, now)
+	var wants, takeBack []string
 	restarted := false
 	for _, name := range sortedNames(st.containers) {
 		cs := st.containers[name]
@@ -289,6 +307,10 @@ func (d *Decider) handleRestart(ctx context.Context, log logr.Logger, st *podSta
 				// The window was taken back and nothing of the resize
 				// is left to apply: the container may ask again.
 				cs.restartSentID = ""
+			case !granted:
+				takeBack = append(takeBack, name)
+				wants = append(wants, name+" (restarting)")
+				continue
 			default:
 				wants = append(wants, name+" (restarting)")
 				continue
@@ -307,7 +329,62 @@ func (d *Decider) handleRestart(ctx context.Context, log logr.Logger, st *podSta
 	case st.restartCond.reason == reasonRestartedToResize:
 		c = st.restartCond
 	}
+	if c.status == corev1.ConditionFalse && policy.PodConditionTrue(pod, policy.ConditionRestartGranted) {
+		// Saying it no longer asks spends the grant shown.
+		st.grantSpent = true
+	}
 	d.setPodCondition(ctx, log, st, pod, policy.ConditionRestartWanted, c, &st.restartCond)
+	return len(takeBack) > 0 && st.phase != phaseInFlight && d.sender != nil && d.takeBackRestart(ctx, log, st, pod, takeBack, now)
+}
+
+// deferredRestartClosed labels the resize that takes back the restarting
+// part of one the kubelet had not applied when its window closed.
+const deferredRestartClosed = "RestartWindowClosed"
+
+// takeBackRestart sets the RestartContainer resources of the named
+// containers back to their actual values, their other resources staying
+// as the spec has them (resize.Revert of a copy whose actual resources are
+// what is wanted). It reports whether the resize went out.
+func (d *Decider) takeBackRestart(ctx context.Context, log logr.Logger, st *podState, pod *corev1.Pod, names []string, now time.Time) bool {
+	target := pod.DeepCopy()
+	spec := map[string]corev1.ResourceRequirements{}
+	for i := range target.Status.ContainerStatuses {
+		cst := &target.Status.ContainerStatuses[i]
+		rr := specOf(target, cst.Name)
+		if rr == nil || cst.Resources == nil {
+			continue
+		}
+		want := *rr.DeepCopy()
+		if slices.Contains(names, cst.Name) {
+			for _, res := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+				if restartPolicy(pod, cst.Name, res) != corev1.RestartContainer {
+					continue
+				}
+				for _, pair := range [2][2]corev1.ResourceList{{want.Requests, cst.Resources.Requests}, {want.Limits, cst.Resources.Limits}} {
+					if q, ok := pair[1][res]; ok && pair[0] != nil {
+						pair[0][res] = q
+					}
+				}
+			}
+			spec[cst.Name] = want
+		}
+		cst.Resources = &want
+	}
+	patch, err := resize.Revert(target)
+	if err != nil || patch == nil {
+		if err != nil {
+			log.Error(err, "taking back a restarting resize whose window closed", "pod", st.ns+"/"+st.name)
+		}
+		return false
+	}
+	summary := "the restarting part of " + strings.Join(names, ", ") + "'s resize, back to the actual resources (its restart window closed before the kubelet applied it)"
+	job := sendJob{uid: pod.UID, pod: pod, policy: policyName(st.policy), patch: patch, want: specPlans(spec), decidedAt: now, deferred: deferredRestartClosed, spec: spec, summary: summary}
+	if !d.send(ctx, job) {
+		return false
+	}
+	st.fire(evSent)
+	log.Info("taking back a restarting resize", "pod", st.ns+"/"+st.name, "containers", names)
+	return true
 }
 
 // restartPending reports whether a RestartContainer resource of the
@@ -344,8 +421,8 @@ func restartPending(pod *corev1.Pod, container string) bool {
 // usable and no restarting resize was sent for this instance yet. A stale
 // decision (a container without a sample this pass) cannot slip one
 // through after the grant has gone.
-func restartAllowed(pod *corev1.Pod, cs *containerState, now time.Time) bool {
-	return cs.restartSentID != cs.containerID && grantUsable(pod, now)
+func restartAllowed(st *podState, pod *corev1.Pod, cs *containerState, now time.Time) bool {
+	return cs.restartSentID != cs.containerID && st.grantUsable(pod, now)
 }
 
 // wishRestarts reports whether the wish changes a resource that the

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 
@@ -281,4 +282,73 @@ func TestSizeForRestart(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestDeciderTakesBackUnappliedRestart: a restarting resize the kubelet has
+// not applied when its window closes (here: left undecided, the wait timed
+// out, the grant gone) would restart the container whenever the kubelet
+// gets to it, outside any window; the agent sets its restarting part back
+// to the actual resources, and the container may ask again after.
+func TestDeciderTakesBackUnappliedRestart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		now := time.Now()
+		pod := testPod("p", map[string]string{"app": "load"}, rl("50m", "64Mi"), rl("100m", "128Mi"))
+		pod.Spec.Containers[0].ResizePolicy = []corev1.ContainerResizePolicy{{ResourceName: corev1.ResourceMemory, RestartPolicy: corev1.RestartContainer}}
+		pod.Status.ContainerStatuses[0].Ready = true
+		pod.Status.ContainerStatuses[0].State.Running.StartedAt = metav1.NewTime(now.Add(-2 * time.Hour))
+		pol := selectorPolicy("pol", v1alpha1.UpdateModeInPlace)
+		pol.Spec.UpdatePolicy.RestartWindow = &v1alpha1.RestartWindow{}
+		_, d, fk := newTestDecider(t, false, []*corev1.Pod{pod}, pol)
+		pass := func() {
+			d.Observe(ctx, refOf(fk.get("p")), memoryHungry(time.Now()))
+			d.PassDone(ctx)
+			synctest.Wait()
+			d.PassDone(ctx)
+			synctest.Wait()
+		}
+		for range 2 {
+			pass() // cpu grown in place, memory asked for
+		}
+		p := fk.get("p")
+		p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: policy.ConditionRestartGranted, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(time.Now())})
+		fk.update(p)
+		fk.mu.Lock()
+		fk.undecided = true // the kubelet defers it
+		fk.mu.Unlock()
+		pass()
+		if !resizedMemory(fk) {
+			t.Fatal("no memory resize in the granted window")
+		}
+		sent := fk.get("p").Spec.Containers[0].Resources.Limits[corev1.ResourceMemory]
+		if sent.Cmp(resource.MustParse("128Mi")) <= 0 {
+			t.Fatalf("spec memory limit %s, want the window's grow", sent.String())
+		}
+		time.Sleep(DefaultResizeTimeout + time.Second) // the wait ends: Timeout
+		d.PassDone(ctx)
+		fk.mu.Lock()
+		fk.undecided = false
+		fk.mu.Unlock()
+
+		// The controller takes the grant back.
+		p = fk.get("p")
+		p.Status.Conditions[len(p.Status.Conditions)-1].Status = corev1.ConditionFalse
+		fk.update(p)
+		pass()
+		if got := fk.get("p").Spec.Containers[0].Resources.Limits[corev1.ResourceMemory]; got.Cmp(resource.MustParse("128Mi")) != 0 {
+			t.Errorf("spec memory limit %s after the window closed, want it taken back to the actual 128Mi", got.String())
+		}
+		if got := fk.get("p").Spec.Containers[0].Resources.Limits[corev1.ResourceCPU]; got.MilliValue() <= 100 {
+			t.Errorf("spec cpu limit %s, want the in-place grow kept", got.String())
+		}
+		// The kubelet applies what is left (the cpu of the deferred resize).
+		p = fk.get("p")
+		p.Status.ContainerStatuses[0].Resources = p.Spec.Containers[0].Resources.DeepCopy()
+		fk.update(p)
+		synctest.Wait()
+		pass()
+		if c := restartWanted(t, fk); c == nil || c.Status != corev1.ConditionTrue || strings.Contains(c.Message, "restarting") {
+			t.Errorf("RestartWanted %+v after the take-back, want True, asking again (not restarting)", c)
+		}
+	})
 }
