@@ -443,11 +443,10 @@ func (c *Controller) reconcile(ctx context.Context, k string) (time.Duration, er
 				requeue = after
 			}
 		}
-		after, restarted := c.restartWindows(ctx, p, pods, len(vpas) > 0, now)
-		if after > 0 && after < requeue {
+		if after := c.restartWindows(ctx, p, pods, len(vpas) > 0, now); after > 0 && after < requeue {
 			requeue = after
 		}
-		status.Restarts = withRestarts(status.Restarts, restarted)
+		status.Restarts = withRestarts(status.Restarts, closedRestarts(pods))
 	}
 
 	want := conditionsFor(observation{

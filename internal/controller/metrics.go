@@ -44,7 +44,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"namespace", "policy", "result"}),
 		restartWindows: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "snug_controller_restart_windows_total",
-			Help: "Restart windows (updatePolicy.restartWindow), by event: granted; closed (the agent restarted the container or no longer asks), expired (unused for 5 minutes), revoked (the policy no longer has a window); and refusals: pdb (a PodDisruptionBudget allows no disruption), notready (another pod of the policy is not Ready), single (the only pod, without singleReplica), error.",
+			Help: "Restart windows (updatePolicy.restartWindow), by event: granted; closed (the agent restarted the container or no longer asks), expired (unused for 5 minutes), revoked (the policy no longer has a window); and refusals: pdb (a PodDisruptionBudget allows no disruption), notready (another pod of the policy is not Ready), single (the only running pod, without singleReplica), inflight (a restarting resize the kubelet has not applied), error.",
 		}, []string{"namespace", "policy", "event"}),
 		checkpointWrites: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "snug_controller_checkpoint_writes_total",

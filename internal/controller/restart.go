@@ -84,6 +84,7 @@ func planWindows(w policy.RestartWindow, hasWindow bool, pods []*corev1.Pod, now
 	for _, pod := range pods {
 		if restartInFlight(pod) {
 			active = true
+			plan.refused, plan.why = "inflight", fmt.Sprintf("pod %s has a resize of a RestartContainer resource the kubelet has not applied", pod.Name)
 		}
 		g := policy.PodCondition(pod, policy.ConditionRestartGranted)
 		if g == nil || g.Status != corev1.ConditionTrue {
@@ -100,7 +101,7 @@ func planWindows(w policy.RestartWindow, hasWindow bool, pods []*corev1.Pod, now
 		case !hasWindow:
 			plan.revoke = append(plan.revoke, windowChange{pod: pod, reason: reasonWindowRevoked, message: "the policy has no restartWindow"})
 		case !policy.PodConditionTrue(pod, policy.ConditionRestartWanted):
-			plan.revoke = append(plan.revoke, windowChange{pod: pod, reason: reasonWindowClosed, message: "the agent no longer asks for a restart"})
+			plan.revoke = append(plan.revoke, windowChange{pod: pod, reason: reasonWindowClosed, message: "closed, the agent no longer asks; granted: " + g.Message})
 		case age >= policy.RestartGrantTTL:
 			plan.revoke = append(plan.revoke, windowChange{pod: pod, reason: reasonWindowExpired,
 				message: fmt.Sprintf("not used within %s", policy.RestartGrantTTL)})
@@ -114,6 +115,9 @@ func planWindows(w policy.RestartWindow, hasWindow bool, pods []*corev1.Pod, now
 		}
 	}
 	if !hasWindow || active {
+		if !hasWindow {
+			plan.refused = ""
+		}
 		return plan
 	}
 	var asking []*corev1.Pod
@@ -126,8 +130,14 @@ func planWindows(w policy.RestartWindow, hasWindow bool, pods []*corev1.Pod, now
 	if len(asking) == 0 {
 		return plan
 	}
+	// The longest asking first; a pod whose window expired unused goes
+	// behind the others (its agent may be gone), counted from the expiry.
 	since := func(p *corev1.Pod) time.Time {
-		return policy.PodCondition(p, policy.ConditionRestartWanted).LastTransitionTime.Time
+		at := policy.PodCondition(p, policy.ConditionRestartWanted).LastTransitionTime.Time
+		if g := policy.PodCondition(p, policy.ConditionRestartGranted); g != nil && g.Reason == reasonWindowExpired && g.LastTransitionTime.After(at) {
+			at = g.LastTransitionTime.Time
+		}
+		return at
 	}
 	slices.SortFunc(asking, func(a, b *corev1.Pod) int {
 		if c := since(a).Compare(since(b)); c != 0 {
@@ -158,8 +168,15 @@ func planWindows(w policy.RestartWindow, hasWindow bool, pods []*corev1.Pod, now
 // restartInFlight reports whether a container of pod has a resize of a
 // RestartContainer resource that the kubelet has not applied yet: spec and
 // status differ for it. The kubelet may still apply it, restarting the
-// container, so the policy's next window waits.
+// container, so the policy's next window waits (snug's agent takes back the
+// restarting part of its own such resize when its window closes). An
+// Infeasible resize is never applied as it is, and is not waited for.
 func restartInFlight(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodResizePending && c.Status == corev1.ConditionTrue && c.Reason == corev1.PodReasonInfeasible {
+			return false
+		}
+	}
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
 		var status *corev1.ContainerStatus
@@ -206,15 +223,52 @@ func notReadyOther(pod *corev1.Pod, pods []*corev1.Pod) string {
 // maxRestartRecords is how many restarts a policy's status.restarts keeps.
 const maxRestartRecords = 10
 
-// withRestarts is records with the restarts of closed added, the oldest
-// dropped beyond maxRestartRecords.
-func withRestarts(records, closed []v1alpha1.RestartRecord) []v1alpha1.RestartRecord {
-	if len(closed) == 0 {
-		return records
+// closedRestarts are the restarts the policy's pods show: a window closed
+// (RestartGranted False, reason Closed) after the agent said the container
+// restarted (RestartWanted False, reason Restarted), timed by the close. A
+// pod shows its last one until its next window, so the records are read
+// from the pods (idempotent: a reconcile whose status write failed finds
+// them again), not from the close.
+func closedRestarts(pods []*corev1.Pod) []v1alpha1.RestartRecord {
+	var out []v1alpha1.RestartRecord
+	for _, pod := range pods {
+		g := policy.PodCondition(pod, policy.ConditionRestartGranted)
+		w := policy.PodCondition(pod, policy.ConditionRestartWanted)
+		if g == nil || w == nil || g.Status != corev1.ConditionFalse || g.Reason != reasonWindowClosed ||
+			w.Status != corev1.ConditionFalse || w.Reason != v1alpha1.PodReasonRestarted {
+			continue
+		}
+		out = append(out, v1alpha1.RestartRecord{PodName: pod.Name, Time: g.LastTransitionTime, Message: truncate(g.Message, 1024)})
 	}
-	out := append(slices.Clone(records), closed...)
-	if n := len(out) - maxRestartRecords; n > 0 {
-		out = out[n:]
+	return out
+}
+
+// withRestarts is records with those of closed it lacks added (a record is
+// its pod and time), oldest first, the oldest dropped beyond
+// maxRestartRecords; one older than every record kept when the list is
+// full was dropped before and is not added again. Unchanged, it returns
+// records itself.
+func withRestarts(records, closed []v1alpha1.RestartRecord) []v1alpha1.RestartRecord {
+	var out []v1alpha1.RestartRecord
+	for _, r := range closed {
+		list := records
+		if out != nil {
+			list = out
+		}
+		if slices.ContainsFunc(list, func(o v1alpha1.RestartRecord) bool { return o.PodName == r.PodName && o.Time.Equal(&r.Time) }) {
+			continue
+		}
+		if len(list) >= maxRestartRecords && r.Time.Before(&list[0].Time) {
+			continue
+		}
+		out = append(slices.Clone(list), r)
+		slices.SortStableFunc(out, func(a, b v1alpha1.RestartRecord) int { return a.Time.Compare(b.Time.Time) })
+		if n := len(out) - maxRestartRecords; n > 0 {
+			out = out[n:]
+		}
+	}
+	if out == nil {
+		return records
 	}
 	return out
 }
@@ -223,27 +277,17 @@ func withRestarts(records, closed []v1alpha1.RestartRecord) []v1alpha1.RestartRe
 // that ended and grants the first candidate its PodDisruptionBudgets allow
 // a disruption of (an Eviction with dryRun: All, which the API server
 // answers as it would a real one, without evicting). It returns when to
-// look again by time alone (0: no need), and the restarts that the windows
-// it closed saw through (the agent's RestartWanted False, reason
-// Restarted), for the policy's status.
-func (c *Controller) restartWindows(ctx context.Context, p *v1alpha1.SnugPolicy, pods []*corev1.Pod, yields bool, now time.Time) (time.Duration, []v1alpha1.RestartRecord) {
+// look again by time alone (0: no need).
+func (c *Controller) restartWindows(ctx context.Context, p *v1alpha1.SnugPolicy, pods []*corev1.Pod, yields bool, now time.Time) time.Duration {
 	w, ok := policy.RestartWindowOf(p)
 	ok = ok && !yields // a policy that yields to a VPA changes no pod
 	plan := planWindows(w, ok, pods, now)
 	log := klog.FromContext(ctx)
-	var restarted []v1alpha1.RestartRecord
 	for _, r := range plan.revoke {
 		if err := setGranted(ctx, c.cs, r, now); err != nil {
 			c.metrics.restartWindows.WithLabelValues(p.Namespace, p.Name, "error").Inc()
 			log.Error(err, "taking back a restart window", "pod", klog.KObj(r.pod))
-			return 10 * time.Second, restarted
-		}
-		if w := policy.PodCondition(r.pod, policy.ConditionRestartWanted); r.reason == reasonWindowClosed && w != nil && w.Reason == v1alpha1.PodReasonRestarted {
-			msg := ""
-			if g := policy.PodCondition(r.pod, policy.ConditionRestartGranted); g != nil {
-				msg = g.Message
-			}
-			restarted = append(restarted, v1alpha1.RestartRecord{PodName: r.pod.Name, Time: metav1.NewTime(now), Message: truncate(msg, 1024)})
+			return 10 * time.Second
 		}
 		event := map[string]string{reasonWindowClosed: "closed", reasonWindowExpired: "expired", reasonWindowRevoked: "revoked"}[r.reason]
 		c.metrics.restartWindows.WithLabelValues(p.Namespace, p.Name, event).Inc()
@@ -275,17 +319,17 @@ func (c *Controller) restartWindows(ctx context.Context, p *v1alpha1.SnugPolicy,
 		if err := setGranted(ctx, c.cs, windowChange{pod: pod, grant: true, reason: reasonWindowGranted, message: msg}, now); err != nil {
 			c.metrics.restartWindows.WithLabelValues(p.Namespace, p.Name, "error").Inc()
 			log.Error(err, "granting a restart window", "pod", klog.KObj(pod))
-			return 10 * time.Second, restarted
+			return 10 * time.Second
 		}
 		c.metrics.restartWindows.WithLabelValues(p.Namespace, p.Name, "granted").Inc()
 		log.Info("restart window granted", "pod", klog.KObj(pod), "wanted", wanted.Message)
 		c.recorder.Eventf(pod, corev1.EventTypeNormal, EventRestartWindow, "snug policy %s lets the agent restart the pod's container to resize it: %s", p.Name, wanted.Message)
-		return policy.RestartGrantTTL, restarted
+		return policy.RestartGrantTTL
 	}
 	if retry > 0 && (plan.recheckAfter == 0 || retry < plan.recheckAfter) {
-		return retry, restarted
+		return retry
 	}
-	return plan.recheckAfter, restarted
+	return plan.recheckAfter
 }
 
 // truncate is s cut to at most n bytes.

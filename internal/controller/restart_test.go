@@ -2,6 +2,7 @@ package controller
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -37,6 +38,12 @@ func TestPlanWindows(t *testing.T) {
 	inFlight := tb.Pod("a").Ready().Container("app", "50m", "100m", "64Mi", "64Mi").Get()
 	inFlight.Spec.Containers[0].ResizePolicy = []corev1.ContainerResizePolicy{{ResourceName: corev1.ResourceMemory, RestartPolicy: corev1.RestartContainer}}
 	inFlight.Spec.Containers[0].Resources.Limits[corev1.ResourceMemory] = resource.MustParse("128Mi")
+	infeasible := tb.Pod("a").Ready().Infeasible().Container("app", "50m", "100m", "64Mi", "64Mi").Get()
+	infeasible.Spec.Containers[0].ResizePolicy = inFlight.Spec.Containers[0].ResizePolicy
+	infeasible.Spec.Containers[0].Resources.Limits[corev1.ResourceMemory] = resource.MustParse("128Mi")
+	expiredLongAgo := tb.Pod("a").Ready().Condition(wanted, isTrue, now.Add(-time.Hour)).Get()
+	expiredLongAgo.Status.Conditions = append(expiredLongAgo.Status.Conditions, corev1.PodCondition{
+		Type: granted, Status: isFalse, Reason: reasonWindowExpired, LastTransitionTime: metav1.NewTime(now.Add(-time.Minute))})
 	expired := tb.Pod("a").Ready().Get()
 	expired.Status.Conditions = append(expired.Status.Conditions, corev1.PodCondition{
 		Type: granted, Status: isFalse, Reason: reasonWindowExpired, LastTransitionTime: metav1.NewTime(now.Add(-10 * time.Second))})
@@ -65,9 +72,9 @@ func TestPlanWindows(t *testing.T) {
 			tb.Pod("a").Ready().Condition(wanted, isFalse, now).Condition(granted, isTrue, now.Add(-time.Minute)).Get(),
 			tb.Pod("b").Ready().Condition(wanted, isTrue, now.Add(-2*time.Minute)).Get(),
 		}, wantRevoke: map[string]string{"a": reasonWindowClosed}, wantCands: []string{"b"}},
-		{name: "expired, not granted again at once", w: w, pods: []*corev1.Pod{
+		{name: "expired, none granted at once", w: w, pods: []*corev1.Pod{
 			tb.Pod("a").Ready().Condition(wanted, isTrue, now.Add(-time.Hour)).Condition(granted, isTrue, now.Add(-policy.RestartGrantTTL)).Get(),
-			tb.Pod("b").Ready().Get(),
+			tb.Pod("b").Ready().Condition(wanted, isTrue, now.Add(-time.Minute)).Get(),
 		}, wantRevoke: map[string]string{"a": reasonWindowExpired}},
 		{name: "no window: grants revoked", noWindow: true, pods: []*corev1.Pod{
 			tb.Pod("a").Ready().Condition(wanted, isTrue, now).Condition(granted, isTrue, now).Get(),
@@ -90,7 +97,15 @@ func TestPlanWindows(t *testing.T) {
 		{name: "a restarting resize not applied yet holds the window", w: w, pods: []*corev1.Pod{
 			inFlight,
 			tb.Pod("b").Ready().Condition(wanted, isTrue, now).Get(),
-		}},
+		}, wantRefuse: "inflight"},
+		{name: "an Infeasible one does not", w: w, pods: []*corev1.Pod{
+			infeasible,
+			tb.Pod("b").Ready().Condition(wanted, isTrue, now).Get(),
+		}, wantCands: []string{"b"}},
+		{name: "a pod whose window expired unused goes behind the others", w: w, pods: []*corev1.Pod{
+			expiredLongAgo,
+			tb.Pod("b").Ready().Condition(wanted, isTrue, now.Add(-10*time.Minute)).Get(),
+		}, wantCands: []string{"b", "a"}},
 		{name: "no grant within the pause after an expiry", w: w, pods: []*corev1.Pod{
 			expired,
 			tb.Pod("b").Ready().Condition(wanted, isTrue, now).Get(),
@@ -217,26 +232,39 @@ func TestReconcileRestartWindows(t *testing.T) {
 		t.Fatal(err)
 	}
 	sync()
-	got, _ := e.reconcile("web")
+	e.reconcile("web")
 	if g := grant("web-1"); g == nil || g.Status != isFalse || g.Reason != reasonWindowClosed {
 		t.Errorf("web-1 RestartGranted %+v, want False, Closed", g)
 	}
-	if r := got.Status.Restarts; len(r) != 1 || r[0].PodName != "web-1" || !r[0].Time.Time.Equal(e.clock.Now()) {
-		t.Errorf("status.restarts %+v, want web-1's restart, now", r)
+	// The next reconcile (the pod's update) records it, once.
+	closedAt := e.clock.Now()
+	sync()
+	e.clock.Step(time.Second)
+	e.reconcile("web")
+	got, _ := e.reconcile("web")
+	if r := got.Status.Restarts; len(r) != 1 || r[0].PodName != "web-1" || !r[0].Time.Time.Equal(closedAt) || !strings.Contains(r[0].Message, "granted") {
+		t.Errorf("status.restarts %+v, want web-1's restart once, at its close", r)
 	}
 }
 
-// TestWithRestarts: the policy's status keeps the last ten restarts.
+// TestWithRestarts: the policy's status keeps the last ten restarts, each
+// once, oldest first; one dropped is not added back.
 func TestWithRestarts(t *testing.T) {
+	at := func(i int) metav1.Time { return metav1.NewTime(t0.Add(time.Duration(i) * time.Minute)) }
 	var records []v1alpha1.RestartRecord
 	for i := range 12 {
-		records = withRestarts(records, []v1alpha1.RestartRecord{{PodName: fmt.Sprint(i)}})
+		records = withRestarts(records, []v1alpha1.RestartRecord{{PodName: fmt.Sprint(i), Time: at(i)}})
 	}
 	if len(records) != maxRestartRecords || records[0].PodName != "2" || records[9].PodName != "11" {
 		t.Errorf("records %+v, want the last ten, 2 to 11", records)
 	}
-	if got := withRestarts(records, nil); &got[0] != &records[0] {
-		t.Error("nothing closed: the records are not the same slice")
+	same := withRestarts(records, []v1alpha1.RestartRecord{{PodName: "11", Time: at(11)}, {PodName: "0", Time: at(0)}})
+	if &same[0] != &records[0] {
+		t.Errorf("a record kept and one dropped before: got %+v, want the records unchanged", same)
+	}
+	mixed := withRestarts(nil, []v1alpha1.RestartRecord{{PodName: "b", Time: at(2)}, {PodName: "a", Time: at(1)}})
+	if len(mixed) != 2 || mixed[0].PodName != "a" {
+		t.Errorf("records %+v, want oldest first", mixed)
 	}
 }
 

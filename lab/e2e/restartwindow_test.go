@@ -24,7 +24,8 @@ import (
 // with snug (agent and controller) installed by its chart: a three-replica
 // Deployment whose memory is resizePolicy RestartContainer (as a JVM's or a
 // GOMEMLIMIT program's is), under a policy with restartWindow
-// (minIntervalSeconds 60) and a PodDisruptionBudget that allows one
+// (minIntervalSeconds 120: no pod asks twice within the test) and a
+// PodDisruptionBudget that allows one
 // disruption; each pod's snug-load holds 58Mi of its 64Mi limit. snug
 // grows each pod's memory by restarting its container exactly once, one
 // pod at a time (never two pods not Ready at once), with no OOM kill; the
@@ -41,7 +42,7 @@ func TestRestartWindow(t *testing.T) {
 		Selector: &metav1.LabelSelector{MatchLabels: labels},
 		UpdatePolicy: &v1alpha1.PodUpdatePolicy{
 			UpdateMode:    v1alpha1.UpdateModeInPlace,
-			RestartWindow: &v1alpha1.RestartWindow{MinIntervalSeconds: ptr.To[int32](60)},
+			RestartWindow: &v1alpha1.RestartWindow{MinIntervalSeconds: ptr.To[int32](120)},
 		},
 	})
 	createPDB(t, ns, name, 2)
@@ -63,7 +64,7 @@ func TestRestartWindow(t *testing.T) {
 		byPod[p.Name] = &seen{}
 	}
 	mostNotReady, oom := 0, ""
-	waitFor(t, "each pod's container restarted once with more memory", 6*time.Minute, func() (bool, error) {
+	waitFor(t, "each pod's container restarted once with more memory", 8*time.Minute, func() (bool, error) {
 		list, err := client.CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{LabelSelector: "app=" + name})
 		if err != nil {
 			return false, nil
@@ -113,7 +114,7 @@ func TestRestartWindow(t *testing.T) {
 		if err != nil {
 			return false, err
 		}
-		return len(pol.Status.Restarts) == 3, nil
+		return len(pol.Status.Restarts) >= 3, nil
 	})
 	for _, p := range pods {
 		waitEvent(t, ns, p.Name, agent.ReasonRestartWindow)
