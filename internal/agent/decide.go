@@ -203,6 +203,11 @@ type containerState struct {
 	restartRes                                             uint8
 	restartWant, restartWantID, restartSentID, oomInstance string
 	restartWantAt                                          time.Time
+	// restartTakeBacks counts the restarting resizes taken back unapplied
+	// (handleRestart); the container asks again only after
+	// restartQuietUntil, a backoff that doubles with each.
+	restartTakeBacks  int
+	restartQuietUntil time.Time
 	// restartHeldID is the container instance whose held RestartContainer
 	// change was told in an event (once per instance).
 	restartHeldID string

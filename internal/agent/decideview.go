@@ -97,7 +97,9 @@ type ResizeJSON struct {
 	Message string `json:"message,omitempty"`
 	// Deferred is set when the resize was the policy's behavior.deferred
 	// action on a Deferred resize: FitToNode (lowered to the node's room)
-	// or Revert (nothing fitted; back to the actual resources).
+	// or Revert (nothing fitted; back to the actual resources); or
+	// RestartWindowClosed, the take-back of a restarting resize's
+	// restarting part, unapplied when its restart window closed.
 	Deferred string `json:"deferred,omitempty"`
 	// StartupBoost is set when the resize started (Boost) or ended
 	// (Unboost) a startup boost.

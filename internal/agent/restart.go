@@ -155,6 +155,9 @@ func (d *Decider) restartGoes(st *podState, cs *containerState, pod *corev1.Pod,
 		return false
 	}
 	res := restartWorth(w, pod, ref.Container, dec, actual)
+	if now.Before(cs.restartQuietUntil) {
+		res = 0 // a take-back's backoff: the kubelet deferred the last one
+	}
 	asking := cs.restartRes != 0 && cs.restartWantID == ref.ContainerID
 	switch {
 	case res != 0 && (asking || cs.oomInstance == ref.ContainerID ||
@@ -307,7 +310,7 @@ func (d *Decider) handleRestart(ctx context.Context, log logr.Logger, st *podSta
 				// The window was taken back and nothing of the resize
 				// is left to apply: the container may ask again.
 				cs.restartSentID = ""
-			case !granted:
+			case !granted && !restartAccepted(pod, name):
 				takeBack = append(takeBack, name)
 				wants = append(wants, name+" (restarting)")
 				continue
@@ -334,7 +337,56 @@ func (d *Decider) handleRestart(ctx context.Context, log logr.Logger, st *podSta
 		st.grantSpent = true
 	}
 	d.setPodCondition(ctx, log, st, pod, policy.ConditionRestartWanted, c, &st.restartCond)
-	return len(takeBack) > 0 && st.phase != phaseInFlight && d.sender != nil && d.takeBackRestart(ctx, log, st, pod, takeBack, now)
+	if len(takeBack) == 0 {
+		return false
+	}
+	// While a take-back is due, nothing else is planned for the pod (a
+	// FitToNode of its deferred resize would apply the restarting part).
+	if st.phase != phaseInFlight && d.sender != nil && d.takeBackRestart(ctx, log, st, pod, takeBack, now) {
+		for _, name := range takeBack {
+			cs := st.containers[name]
+			cs.restartTakeBacks++
+			cs.restartQuietUntil = now.Add(min(restartAskHold<<cs.restartTakeBacks, time.Hour))
+		}
+	}
+	return true
+}
+
+// restartAccepted reports whether the kubelet has taken up the pod's
+// resize (PodResizeInProgress True, or the container's allocated requests
+// equal the spec's for a RestartContainer resource): it may be restarting
+// the container now, and taking the resize back would restart it again.
+func restartAccepted(pod *corev1.Pod, container string) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodResizeInProgress && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	spec, status := specOf(pod, container), containerStatus(pod, container)
+	if spec == nil || status == nil || status.AllocatedResources == nil {
+		return false
+	}
+	for _, res := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		if restartPolicy(pod, container, res) != corev1.RestartContainer {
+			continue
+		}
+		want, ok := spec.Requests[res]
+		got, has := status.AllocatedResources[res]
+		if ok && has && want.Cmp(got) == 0 && !restartSameAsActual(spec, status, res) {
+			return true
+		}
+	}
+	return false
+}
+
+// restartSameAsActual reports whether the spec's request of res is the
+// actual one: nothing of it to apply.
+func restartSameAsActual(spec *corev1.ResourceRequirements, status *corev1.ContainerStatus, res corev1.ResourceName) bool {
+	if status.Resources == nil {
+		return false
+	}
+	a, b := spec.Requests[res], status.Resources.Requests[res]
+	return a.Cmp(b) == 0
 }
 
 // deferredRestartClosed labels the resize that takes back the restarting
@@ -348,8 +400,16 @@ const deferredRestartClosed = "RestartWindowClosed"
 func (d *Decider) takeBackRestart(ctx context.Context, log logr.Logger, st *podState, pod *corev1.Pod, names []string, now time.Time) bool {
 	target := pod.DeepCopy()
 	spec := map[string]corev1.ResourceRequirements{}
+	statuses := make([]*corev1.ContainerStatus, 0, len(target.Status.ContainerStatuses)+len(target.Status.InitContainerStatuses))
 	for i := range target.Status.ContainerStatuses {
-		cst := &target.Status.ContainerStatuses[i]
+		statuses = append(statuses, &target.Status.ContainerStatuses[i])
+	}
+	for i := range target.Status.InitContainerStatuses {
+		statuses = append(statuses, &target.Status.InitContainerStatuses[i])
+	}
+	// Every container's "actual" is what is wanted: its spec, but the
+	// named ones' RestartContainer resources, which go back to actual.
+	for _, cst := range statuses {
 		rr := specOf(target, cst.Name)
 		if rr == nil || cst.Resources == nil {
 			continue

@@ -84,7 +84,9 @@ func planWindows(w policy.RestartWindow, hasWindow bool, pods []*corev1.Pod, now
 	for _, pod := range pods {
 		if restartInFlight(pod) {
 			active = true
-			plan.refused, plan.why = "inflight", fmt.Sprintf("pod %s has a resize of a RestartContainer resource the kubelet has not applied", pod.Name)
+			if slices.ContainsFunc(pods, func(p *corev1.Pod) bool { return policy.PodConditionTrue(p, policy.ConditionRestartWanted) }) {
+				plan.refused, plan.why = "inflight", fmt.Sprintf("pod %s has a resize of a RestartContainer resource the kubelet has not applied", pod.Name)
+			}
 		}
 		g := policy.PodCondition(pod, policy.ConditionRestartGranted)
 		if g == nil || g.Status != corev1.ConditionTrue {
@@ -258,7 +260,7 @@ func withRestarts(records, closed []v1alpha1.RestartRecord) []v1alpha1.RestartRe
 		if slices.ContainsFunc(list, func(o v1alpha1.RestartRecord) bool { return o.PodName == r.PodName && o.Time.Equal(&r.Time) }) {
 			continue
 		}
-		if len(list) >= maxRestartRecords && r.Time.Before(&list[0].Time) {
+		if len(list) >= maxRestartRecords && !r.Time.After(list[0].Time.Time) {
 			continue
 		}
 		out = append(slices.Clone(list), r)
