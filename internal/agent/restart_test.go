@@ -352,3 +352,26 @@ func TestDeciderTakesBackUnappliedRestart(t *testing.T) {
 		}
 	})
 }
+
+// TestRestartAccepted: a resize the kubelet has taken up (in progress, or
+// the new request allocated) is not taken back: the container may be
+// restarting with it now.
+func TestRestartAccepted(t *testing.T) {
+	base := testPod("p", nil, rl("50m", "64Mi"), rl("100m", "128Mi"))
+	base.Spec.Containers[0].ResizePolicy = []corev1.ContainerResizePolicy{{ResourceName: corev1.ResourceMemory, RestartPolicy: corev1.RestartContainer}}
+	base.Spec.Containers[0].Resources.Requests[corev1.ResourceMemory] = resource.MustParse("96Mi")
+	pending := base.DeepCopy()
+	pending.Status.ContainerStatuses[0].AllocatedResources = rl("50m", "64Mi")
+	inProgress := pending.DeepCopy()
+	inProgress.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodResizeInProgress, Status: corev1.ConditionTrue}}
+	allocated := base.DeepCopy()
+	allocated.Status.ContainerStatuses[0].AllocatedResources = rl("50m", "96Mi")
+	for name, tc := range map[string]struct {
+		pod  *corev1.Pod
+		want bool
+	}{"pending": {pending, false}, "in progress": {inProgress, true}, "allocated": {allocated, true}} {
+		if got := restartAccepted(tc.pod, "app"); got != tc.want {
+			t.Errorf("%s: accepted %v, want %v", name, got, tc.want)
+		}
+	}
+}
