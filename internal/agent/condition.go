@@ -36,17 +36,20 @@ const conditionPatchTimeout = 10 * time.Second
 // setNamespaceCondition writes the pod's ConditionNamespaceLimited
 // (setPodCondition).
 func (d *Decider) setNamespaceCondition(ctx context.Context, log logr.Logger, st *podState, pod *corev1.Pod, c podCondition) {
-	d.setPodCondition(ctx, log, st, pod, ConditionNamespaceLimited, c, &st.nsCondition)
+	d.setPodCondition(ctx, log, st, pod, ConditionNamespaceLimited, c, &st.nsCondition, false)
 }
 
 // setPodCondition writes the pod's condition of type typ when it differs
 // from what the pod shows (and from *last, what the agent last wrote, the
 // informer lagging behind a write), as an effect (effects.go); False is
-// written only over a True. One write per pod and type is out at a time
-// (a keyed effect), so that an older write cannot land after a newer one;
-// one that could not start is tried again on a later pass. A write that
-// fails is logged and tried again the next time the condition is set.
-func (d *Decider) setPodCondition(ctx context.Context, log logr.Logger, st *podState, pod *corev1.Pod, typ corev1.PodConditionType, c podCondition, last *podCondition) {
+// written only over a True. A write that fails is logged and tried again
+// the next time the condition is set. With everyPass (the caller sets the
+// condition on every pass, as handleRestart does), one write per pod and
+// type is out at a time (a keyed effect), so that an older write cannot
+// land after a newer one; one that could not start is tried on a later
+// pass. Without it (ConditionNamespaceLimited, set only when a resize
+// ends), a write is never skipped.
+func (d *Decider) setPodCondition(ctx context.Context, log logr.Logger, st *podState, pod *corev1.Pod, typ corev1.PodConditionType, c podCondition, last *podCondition, everyPass bool) {
 	if d.cfg.ResizeClient == nil || d.cfg.DryRun || *last == c {
 		return
 	}
@@ -73,12 +76,16 @@ func (d *Decider) setPodCondition(ctx context.Context, log logr.Logger, st *podS
 		return
 	}
 	ns, name := st.ns, st.name
-	started := d.fx.start(ctx, "condition/"+ns+"/"+name+"/"+string(typ), func(ctx context.Context) settleFunc {
+	key := ""
+	if everyPass {
+		key = "condition/" + ns + "/" + name + "/" + string(typ)
+	}
+	started := d.fx.start(ctx, key, func(ctx context.Context) settleFunc {
 		pctx, cancel := context.WithTimeout(ctx, conditionPatchTimeout)
 		defer cancel()
 		_, err := d.cfg.ResizeClient.PatchPod(pctx, ns, name, types.StrategicMergePatchType, body, metav1.PatchOptions{}, "status")
 		if err == nil {
-			return nil // the key is freed all the same
+			return nil // a key is freed all the same
 		}
 		return func(_ context.Context, log logr.Logger) {
 			log.Error(err, "writing the pod's condition", "pod", ns+"/"+name, "condition", string(typ), "reason", c.reason)

@@ -336,7 +336,7 @@ func (d *Decider) handleRestart(ctx context.Context, log logr.Logger, st *podSta
 		// Saying it no longer asks spends the grant shown.
 		st.grantSpent = true
 	}
-	d.setPodCondition(ctx, log, st, pod, policy.ConditionRestartWanted, c, &st.restartCond)
+	d.setPodCondition(ctx, log, st, pod, policy.ConditionRestartWanted, c, &st.restartCond, true)
 	if len(takeBack) == 0 {
 		return false
 	}
