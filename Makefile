@@ -10,7 +10,8 @@ E2E_VERSIONS ?= 1.35.4 1.36.3 1.37.2
 CORE_VERSION ?= 1.35.4
 E2E_TIMEOUT ?= 40m
 LAB := $(CURDIR)/lab
-TIERS := BIN=$(BIN) GO=$(GO) E2E_VERSIONS="$(E2E_VERSIONS)" CORE_VERSION=$(CORE_VERSION) E2E_TIMEOUT=$(E2E_TIMEOUT) bash $(LAB)/hack/tiers.sh
+FULL_TIMEOUT ?= 90m
+TIERS := BIN=$(BIN) GO=$(GO) E2E_VERSIONS="$(E2E_VERSIONS)" CORE_VERSION=$(CORE_VERSION) E2E_TIMEOUT=$(E2E_TIMEOUT) FULL_TIMEOUT=$(FULL_TIMEOUT) bash $(LAB)/hack/tiers.sh
 # The version linked into snug's binaries and the images' tag.
 VERSION ?= $(shell git describe --always --dirty --abbrev=12 2>/dev/null || echo dev)
 VERSION_LDFLAGS := -X github.com/snug-dev/snug/internal/version.Version=$(VERSION)
