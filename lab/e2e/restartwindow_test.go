@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -28,7 +29,9 @@ import (
 // PodDisruptionBudget that allows one
 // disruption; each pod's snug-load holds 58Mi of its 64Mi limit. snug
 // grows each pod's memory by restarting its container exactly once, one
-// pod at a time (never two pods not Ready at once), with no OOM kill; the
+// pod at a time (never two pods not Ready at once), with no OOM kill; each
+// restarted container's Go runtime reads the new limit (GOMEMLIMIT from the
+// downward API's limits.memory, which snug-load logs at start); the
 // policy's status.restarts records the three; and, the grow sized to last
 // (sizeForRestart), no pod holds a further change that needs a restart.
 func TestRestartWindow(t *testing.T) {
@@ -117,6 +120,16 @@ func TestRestartWindow(t *testing.T) {
 		return len(pol.Status.Restarts) >= 3, nil
 	})
 	for _, p := range pods {
+		// The runtime side: the restarted container's Go runtime read the
+		// new limit from the downward API at its start.
+		want := fmt.Sprintf("GOMEMLIMIT %d: ", byPod[p.Name].limit.Value())
+		raw, err := client.CoreV1().Pods(ns).GetLogs(p.Name, &corev1.PodLogOptions{Container: "app"}).DoRaw(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(raw), want) {
+			t.Errorf("pod %s's restarted container logged %q, want %q (the new limit)", p.Name, firstLine(string(raw), "GOMEMLIMIT"), want)
+		}
 		waitEvent(t, ns, p.Name, agent.ReasonRestartWindow)
 		// The grow was sized to last: the agent holds no further change
 		// that would need another restart.
@@ -128,6 +141,16 @@ func TestRestartWindow(t *testing.T) {
 			t.Errorf("pod %s: after its restart the agent holds another memory change that needs one (%s): the grow did not last", p.Name, m.Reason)
 		}
 	}
+}
+
+// firstLine is s's first line that contains sub, "" if none.
+func firstLine(s, sub string) string {
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			return l
+		}
+	}
+	return ""
 }
 
 // createRestartDeployment runs snug-load in replicas pods whose memory is
@@ -148,8 +171,12 @@ func createRestartDeployment(t *testing.T, ns, name string, labels map[string]st
 					Containers: []corev1.Container{{
 						Name: "app", Image: experiment.LoadImage, ImagePullPolicy: corev1.PullNever,
 						Args: []string{"--listen="},
-						Env: []corev1.EnvVar{{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{
-							FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}},
+						Env: []corev1.EnvVar{
+							{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
+							// A Go program's memory limit, read once at start
+							// from the container's own limit.
+							{Name: "GOMEMLIMIT", ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{Resource: "limits.memory"}}},
+						},
 						Resources: corev1.ResourceRequirements{
 							Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("50m"), corev1.ResourceMemory: resource.MustParse("32Mi")},
 							Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("64Mi")},

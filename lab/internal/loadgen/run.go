@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"time"
 )
@@ -138,6 +139,12 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 			return nil
 		}
 		fmt.Fprintf(stdout, "started up: %v of CPU on %d threads in %.2fs\n", o.StartupWork, startup.Threads, time.Since(began).Seconds())
+	}
+	if env := os.Getenv("GOMEMLIMIT"); env != "" {
+		// What a runtime that reads its memory limit at start sees: the
+		// Go runtime read GOMEMLIMIT (the downward API's limits.memory,
+		// say) when this process began, and keeps it until it ends.
+		fmt.Fprintf(stdout, "GOMEMLIMIT %s: the Go runtime's memory limit is %d bytes\n", env, debug.SetMemoryLimit(-1))
 	}
 	g.Start(initial)
 

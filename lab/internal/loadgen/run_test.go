@@ -155,3 +155,26 @@ func TestStartupBurnsItsWork(t *testing.T) {
 		t.Error("a start-up cut short is Ready")
 	}
 }
+
+// TestRunSaysGOMEMLIMIT: with GOMEMLIMIT set (from the downward API's
+// limits.memory in the lab's restart-window test), snug-load says what it
+// read and the Go runtime's limit, once, at its start.
+func TestRunSaysGOMEMLIMIT(t *testing.T) {
+	t.Setenv("GOMEMLIMIT", "67108864")
+	o := NewOptions()
+	o.ControlDir = t.TempDir()
+	o.PodName = "p1"
+	o.Listen = ""
+	o.PollInterval = 5 * time.Millisecond
+	var stdout, stderr syncBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, o, &stdout, &stderr) }()
+	waitFor(t, "the GOMEMLIMIT line", func() bool {
+		return strings.Contains(stdout.String(), "GOMEMLIMIT 67108864: the Go runtime's memory limit is ")
+	})
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Run() = %v", err)
+	}
+}
