@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	"github.com/snug-dev/snug/api/v1alpha1"
@@ -150,18 +151,27 @@ func createHollowNodes(t *testing.T, n int) []string {
 			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"snug-lab/hollow": "true"}},
 			Spec:       corev1.NodeSpec{Taints: []corev1.Taint{{Key: "snug-lab/hollow", Effect: corev1.TaintEffectNoSchedule}}},
 		}
-		created, err := client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
-		if err != nil {
+		if _, err := client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
 			t.Fatalf("creating node %s: %v", name, err)
 		}
 		t.Cleanup(func() { _ = client.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}) })
 		res := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("16"), corev1.ResourceMemory: resource.MustParse("64Gi"), corev1.ResourcePods: resource.MustParse("110")}
-		created.Status = corev1.NodeStatus{
-			Capacity: res, Allocatable: res,
-			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
-				LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}},
-		}
-		if _, err := client.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+		// The node lifecycle controller writes the new node too: retried
+		// on a conflict.
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			cur, err := client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			cur.Status = corev1.NodeStatus{
+				Capacity: res, Allocatable: res,
+				Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
+					LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}},
+			}
+			_, err = client.CoreV1().Nodes().UpdateStatus(ctx, cur, metav1.UpdateOptions{})
+			return err
+		})
+		if err != nil {
 			t.Fatalf("node %s's status: %v", name, err)
 		}
 		names = append(names, name)
@@ -223,21 +233,28 @@ func createHollowPod(t *testing.T, ns, name, node string, labels map[string]stri
 			Containers:  []corev1.Container{{Name: "app", Image: "hollow", Resources: rr}},
 		},
 	}
-	p, err := client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
-	if err != nil {
+	if _, err := client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("creating pod %s: %v", name, err)
 	}
 	started := metav1.NewTime(time.Now().Add(-time.Minute).Truncate(time.Second))
-	p.Status = corev1.PodStatus{
-		Phase: corev1.PodRunning, QOSClass: corev1.PodQOSBurstable, ObservedGeneration: p.Generation,
-		Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: started}},
-		ContainerStatuses: []corev1.ContainerStatus{{
-			Name: "app", Image: "hollow", ImageID: "hollow", ContainerID: "containerd://" + string(p.UID),
-			Ready: true, Started: ptr.To(true), State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: started}},
-			Resources: rr.DeepCopy(), AllocatedResources: rr.Requests.DeepCopy(),
-		}},
-	}
-	if _, err := client.CoreV1().Pods(ns).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		p, err := client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		p.Status = corev1.PodStatus{
+			Phase: corev1.PodRunning, QOSClass: corev1.PodQOSBurstable, ObservedGeneration: p.Generation,
+			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: started}},
+			ContainerStatuses: []corev1.ContainerStatus{{
+				Name: "app", Image: "hollow", ImageID: "hollow", ContainerID: "containerd://" + string(p.UID),
+				Ready: true, Started: ptr.To(true), State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: started}},
+				Resources: rr.DeepCopy(), AllocatedResources: rr.Requests.DeepCopy(),
+			}},
+		}
+		_, err = client.CoreV1().Pods(ns).UpdateStatus(ctx, p, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
 		t.Fatalf("pod %s's status: %v", name, err)
 	}
 }
