@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -142,6 +143,37 @@ func TestRestartWindow(t *testing.T) {
 	t.Logf("RESTART %s: at most %d pod(s) not Ready at once (a watch of the pods)", labOpts.KubernetesVersion, mostNotReady)
 	if mostNotReady > 1 {
 		t.Errorf("%d pods were not Ready at once, want one restart at a time", mostNotReady)
+	}
+	// The kubelet may restart a container within one status update (the
+	// watch then sees no pod not Ready): the containers' own times say
+	// whether two restarts overlapped. Each restart is from the old
+	// container's end to the new one's start; the next pod's must begin
+	// no earlier than the last one's ended (whole seconds).
+	type span struct {
+		pod        string
+		down, back time.Time
+	}
+	var spans []span
+	list, err := client.CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{LabelSelector: "app=" + name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range list.Items {
+		cst := p.Status.ContainerStatuses[0]
+		if cst.LastTerminationState.Terminated == nil || cst.State.Running == nil {
+			t.Errorf("pod %s: last state %+v, state %+v; want a terminated container and a running one", p.Name, cst.LastTerminationState, cst.State)
+			continue
+		}
+		spans = append(spans, span{p.Name, cst.LastTerminationState.Terminated.FinishedAt.Time, cst.State.Running.StartedAt.Time})
+	}
+	slices.SortFunc(spans, func(a, b span) int { return a.down.Compare(b.down) })
+	for _, s := range spans {
+		t.Logf("RESTART %s %s: container down %s, back %s", labOpts.KubernetesVersion, s.pod, s.down.Format(time.TimeOnly), s.back.Format(time.TimeOnly))
+	}
+	for i := 1; i < len(spans); i++ {
+		if spans[i].down.Before(spans[i-1].back) {
+			t.Errorf("pod %s's container went down at %s, before pod %s's was back (%s): two restarts at once", spans[i].pod, spans[i].down.Format(time.TimeOnly), spans[i-1].pod, spans[i-1].back.Format(time.TimeOnly))
+		}
 	}
 	if oom != "" {
 		t.Errorf("pod %s was OOM-killed: the window came too late", oom)
