@@ -116,6 +116,10 @@ type Controller struct {
 	// older than the eviction never evicts a second pod (nor the same one
 	// twice).
 	evicting map[types.UID]evictionMark
+	// granted holds, by policy key, the restart window this controller
+	// granted last until its cache shows it (restartWindows): a reconcile
+	// on a stale cache would otherwise grant the policy's next pod too.
+	granted map[string]grantMark
 	// vpaStore holds the VerticalPodAutoscalers once watchVPAs watches
 	// them; nil before.
 	vpaStore cache.Indexer
@@ -158,6 +162,7 @@ func New(cs kubernetes.Interface, pc *policyclient.Client, recorder record.Event
 			informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = managedByLabel + "=snug" })),
 		lastWrites: map[string]time.Time{},
 		evicting:   map[types.UID]evictionMark{},
+		granted:    map[string]grantMark{},
 	}
 	c.statuses = func(ns string) statusWriter { return pc.SnugPolicies(ns) }
 	cms := c.cmFactory.Core().V1().ConfigMaps()
@@ -387,6 +392,7 @@ func (c *Controller) reconcile(ctx context.Context, k string) (time.Duration, er
 		c.metrics.forget(ns, name)
 		c.mu.Lock()
 		delete(c.lastWrites, k)
+		delete(c.granted, k)
 		c.mu.Unlock()
 		return 0, nil // the checkpoint goes with its owner reference
 	}

@@ -281,6 +281,10 @@ func withRestarts(records, closed []v1alpha1.RestartRecord) []v1alpha1.RestartRe
 // answers as it would a real one, without evicting). It returns when to
 // look again by time alone (0: no need).
 func (c *Controller) restartWindows(ctx context.Context, p *v1alpha1.SnugPolicy, pods []*corev1.Pod, yields bool, now time.Time) time.Duration {
+	key := p.Namespace + "/" + p.Name
+	if c.grantUnseen(key, pods, now) {
+		return time.Second // until the cache shows the last grant
+	}
 	w, ok := policy.RestartWindowOf(p)
 	ok = ok && !yields // a policy that yields to a VPA changes no pod
 	plan := planWindows(w, ok, pods, now)
@@ -323,6 +327,9 @@ func (c *Controller) restartWindows(ctx context.Context, p *v1alpha1.SnugPolicy,
 			log.Error(err, "granting a restart window", "pod", klog.KObj(pod))
 			return 10 * time.Second
 		}
+		c.mu.Lock()
+		c.granted[key] = grantMark{pod: pod.UID, at: now}
+		c.mu.Unlock()
 		c.metrics.restartWindows.WithLabelValues(p.Namespace, p.Name, "granted").Inc()
 		log.Info("restart window granted", "pod", klog.KObj(pod), "wanted", wanted.Message)
 		c.recorder.Eventf(pod, corev1.EventTypeNormal, EventRestartWindow, "snug policy %s lets the agent restart the pod's container to resize it: %s", p.Name, wanted.Message)
@@ -332,6 +339,45 @@ func (c *Controller) restartWindows(ctx context.Context, p *v1alpha1.SnugPolicy,
 		return retry
 	}
 	return plan.recheckAfter
+}
+
+// grantMark is a restart window this controller granted: the pod and when.
+type grantMark struct {
+	pod types.UID
+	at  time.Time
+}
+
+// grantMarkTTL bounds how long a grant the cache does not show holds the
+// policy's windows (the pod went, or the patch was lost).
+const grantMarkTTL = 30 * time.Second
+
+// grantUnseen reports whether the last grant this controller made for the
+// policy key is not in its cache yet (the pod's RestartGranted True, from
+// the grant's second on: the API keeps whole seconds): the reconcile then
+// plans no window, as the cache would show none granted. The mark goes
+// once seen, or after grantMarkTTL.
+func (c *Controller) grantUnseen(key string, pods []*corev1.Pod, now time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m, ok := c.granted[key]
+	if !ok {
+		return false
+	}
+	for _, pod := range pods {
+		if pod.UID != m.pod {
+			continue
+		}
+		if g := policy.PodCondition(pod, policy.ConditionRestartGranted); g != nil && g.Status == corev1.ConditionTrue &&
+			!g.LastTransitionTime.Time.Before(m.at.Truncate(time.Second)) {
+			delete(c.granted, key)
+			return false
+		}
+	}
+	if now.Sub(m.at) >= grantMarkTTL {
+		delete(c.granted, key)
+		return false
+	}
+	return true
 }
 
 // truncate is s cut to at most n bytes.

@@ -303,3 +303,57 @@ func TestReconcileRestartWindowTriesNext(t *testing.T) {
 		}
 	}
 }
+
+// TestReconcileRestartWindowStaleCache: a reconcile whose cache does not
+// show the grant this controller just made (the pod's update not in yet)
+// grants no other pod: found on the lab (1.36.3), where two pods that
+// asked in the same second were both granted and restarted at once.
+func TestReconcileRestartWindowStaleCache(t *testing.T) {
+	e := newReconcileEnv(t)
+	e.cs.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		return a.GetSubresource() == "eviction", nil, nil // dry runs allowed
+	})
+	p := tb.Policy("web").Target("Deployment", "web").Get()
+	if p.Spec.UpdatePolicy == nil {
+		p.Spec.UpdatePolicy = &v1alpha1.PodUpdatePolicy{}
+	}
+	p.Spec.UpdatePolicy.RestartWindow = &v1alpha1.RestartWindow{}
+	e.add(
+		tb.Deployment("web", "app", "web"),
+		tb.Pod("web-1").Labels("app", "web").Ready().Condition(wanted, isTrue, t0).Get(),
+		tb.Pod("web-2").Labels("app", "web").Ready().Get(),
+		p,
+	)
+	granted := func() []string {
+		var names []string
+		for _, name := range []string{"web-1", "web-2"} {
+			pod, err := e.cs.CoreV1().Pods(tb.Namespace).Get(t.Context(), name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if policy.PodConditionTrue(pod, policy.ConditionRestartGranted) {
+				names = append(names, name)
+			}
+		}
+		return names
+	}
+	e.reconcile("web")
+	if g := granted(); len(g) != 1 {
+		t.Fatalf("granted %v after the first reconcile, want one pod", g)
+	}
+	// The informer has not brought web-1's grant back, but it brings
+	// web-2's ask, written a second before web-1's (its place in the
+	// queue is first), and web-2's update reconciles the policy again.
+	web2 := tb.Pod("web-2").Labels("app", "web").Ready().Condition(wanted, isTrue, t0.Add(-time.Second)).Get()
+	if err := e.c.factory.Core().V1().Pods().Informer().GetStore().Update(web2); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Step(time.Second)
+	_, requeue := e.reconcile("web")
+	if g := granted(); len(g) != 1 {
+		t.Errorf("granted %v on a stale cache, want still one pod", g)
+	}
+	if requeue > 2*time.Second {
+		t.Errorf("requeue after %s, want soon (until the cache shows the grant)", requeue)
+	}
+}
