@@ -306,7 +306,7 @@ func (d *Decider) handleRestart(ctx context.Context, log logr.Logger, st *podSta
 				d.metrics.restartResizes.WithLabelValues(st.ns, policyName(st.policy), "Restarted").Inc()
 				cs.restartSentID, restarted = "", true
 				cs.setRestartWant(ContainerRef{}, 0, now)
-			case !granted && !restartPending(pod, name):
+			case !granted && !policy.RestartResizePending(pod, name):
 				// The window was taken back and nothing of the resize
 				// is left to apply: the container may ask again.
 				cs.restartSentID = ""
@@ -445,35 +445,6 @@ func (d *Decider) takeBackRestart(ctx context.Context, log logr.Logger, st *podS
 	st.fire(evSent)
 	log.Info("taking back a restarting resize", "pod", st.ns+"/"+st.name, "containers", names)
 	return true
-}
-
-// restartPending reports whether a RestartContainer resource of the
-// container differs between spec and status: a restarting resize not
-// applied yet (Deferred, in progress), which the kubelet may still apply
-// by restarting the container.
-func restartPending(pod *corev1.Pod, container string) bool {
-	var spec *corev1.ResourceRequirements
-	for i := range pod.Spec.Containers {
-		if pod.Spec.Containers[i].Name == container {
-			spec = &pod.Spec.Containers[i].Resources
-		}
-	}
-	status := containerStatus(pod, container)
-	if spec == nil || status == nil || status.Resources == nil {
-		return false
-	}
-	for _, res := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
-		if restartPolicy(pod, container, res) != corev1.RestartContainer {
-			continue
-		}
-		for _, pair := range [2][2]corev1.ResourceList{{spec.Requests, status.Resources.Requests}, {spec.Limits, status.Resources.Limits}} {
-			a, b := pair[0][res], pair[1][res]
-			if a.Cmp(b) != 0 {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // restartAllowed reports whether a change to a RestartContainer resource

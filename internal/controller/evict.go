@@ -95,16 +95,25 @@ func mayEvict(r evictRules, pod *corev1.Pod, pods []*corev1.Pod, now time.Time) 
 		since.UTC().Format(time.RFC3339), r.afterSeconds, ready, r.minReplicas)}
 }
 
+// evictionOf is the Eviction of pod, with the pod's UID as precondition (a
+// replacement with the same name is safe); dryRun asks without evicting.
+func evictionOf(pod *corev1.Pod, dryRun bool) *policyv1.Eviction {
+	ev := &policyv1.Eviction{
+		ObjectMeta:    metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace},
+		DeleteOptions: &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: ptr.To(pod.UID)}},
+	}
+	if dryRun {
+		ev.DeleteOptions.DryRun = []string{metav1.DryRunAll}
+	}
+	return ev
+}
+
 // evictPod asks the API server to evict pod through the Eviction API, so
 // that its PodDisruptionBudgets are enforced. The UID precondition keeps a
 // replacement with the same name safe. blocked is true when a budget (or
 // the API server's eviction rate) refused it for now.
 func evictPod(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod) (blocked bool, err error) {
-	ev := &policyv1.Eviction{
-		ObjectMeta:    metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace},
-		DeleteOptions: &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: ptr.To(pod.UID)}},
-	}
-	err = cs.CoreV1().Pods(pod.Namespace).EvictV1(ctx, ev)
+	err = cs.CoreV1().Pods(pod.Namespace).EvictV1(ctx, evictionOf(pod, false))
 	switch {
 	case err == nil:
 		return false, nil

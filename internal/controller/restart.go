@@ -9,13 +9,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
-	"k8s.io/utils/ptr"
 
 	"github.com/snug-dev/snug/api/v1alpha1"
 	"github.com/snug-dev/snug/internal/policy"
@@ -180,26 +178,8 @@ func restartInFlight(pod *corev1.Pod) bool {
 		}
 	}
 	for i := range pod.Spec.Containers {
-		c := &pod.Spec.Containers[i]
-		var status *corev1.ContainerStatus
-		for j := range pod.Status.ContainerStatuses {
-			if pod.Status.ContainerStatuses[j].Name == c.Name {
-				status = &pod.Status.ContainerStatuses[j]
-			}
-		}
-		if status == nil || status.Resources == nil {
-			continue
-		}
-		for _, p := range c.ResizePolicy {
-			if p.RestartPolicy != corev1.RestartContainer {
-				continue
-			}
-			for _, pair := range [2][2]corev1.ResourceList{{c.Resources.Requests, status.Resources.Requests}, {c.Resources.Limits, status.Resources.Limits}} {
-				a, b := pair[0][p.ResourceName], pair[1][p.ResourceName]
-				if a.Cmp(b) != 0 {
-					return true
-				}
-			}
+		if policy.RestartResizePending(pod, pod.Spec.Containers[i].Name) {
+			return true
 		}
 	}
 	return false
@@ -412,14 +392,7 @@ func setGranted(ctx context.Context, cs kubernetes.Interface, ch windowChange, n
 // Eviction with dryRun All is answered as a real one (429 while a
 // PodDisruptionBudget allows no disruption) and evicts nothing.
 func evictDryRun(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod) (blocked bool, err error) {
-	ev := &policyv1.Eviction{
-		ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace},
-		DeleteOptions: &metav1.DeleteOptions{
-			DryRun:        []string{metav1.DryRunAll},
-			Preconditions: &metav1.Preconditions{UID: ptr.To(pod.UID)},
-		},
-	}
-	err = cs.CoreV1().Pods(pod.Namespace).EvictV1(ctx, ev)
+	err = cs.CoreV1().Pods(pod.Namespace).EvictV1(ctx, evictionOf(pod, true))
 	switch {
 	case err == nil:
 		return false, nil

@@ -97,3 +97,38 @@ func PodConditionTrue(pod *corev1.Pod, t corev1.PodConditionType) bool {
 	c := PodCondition(pod, t)
 	return c != nil && c.Status == corev1.ConditionTrue
 }
+
+// RestartResizePending reports whether the pod's regular container named
+// container has a resize of a RestartContainer resource that the kubelet
+// has not applied: spec and status (requests or limits) differ for it.
+// The kubelet may still apply it, restarting the container. A container
+// whose status shows no resources has none pending.
+func RestartResizePending(pod *corev1.Pod, container string) bool {
+	var spec *corev1.Container
+	for i := range pod.Spec.Containers {
+		if pod.Spec.Containers[i].Name == container {
+			spec = &pod.Spec.Containers[i]
+		}
+	}
+	var status *corev1.ContainerStatus
+	for i := range pod.Status.ContainerStatuses {
+		if pod.Status.ContainerStatuses[i].Name == container {
+			status = &pod.Status.ContainerStatuses[i]
+		}
+	}
+	if spec == nil || status == nil || status.Resources == nil {
+		return false
+	}
+	for _, rp := range spec.ResizePolicy {
+		if rp.RestartPolicy != corev1.RestartContainer {
+			continue
+		}
+		for _, pair := range [2][2]corev1.ResourceList{{spec.Resources.Requests, status.Resources.Requests}, {spec.Resources.Limits, status.Resources.Limits}} {
+			a, b := pair[0][rp.ResourceName], pair[1][rp.ResourceName]
+			if a.Cmp(b) != 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
