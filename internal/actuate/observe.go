@@ -62,6 +62,9 @@ func observe(pod *corev1.Pod, gen int64, want []resize.ContainerPlan) observatio
 			statuses[list[i].Name] = &list[i]
 		}
 	}
+	if pod.Spec.Resources != nil {
+		specs[resize.PodLevel] = &corev1.Container{Name: resize.PodLevel, Resources: *pod.Spec.Resources}
+	}
 	for _, w := range want {
 		c := specs[w.Name]
 		if c == nil || !sameCPUMemory(c.Resources.Requests, w.Requests) || !sameCPUMemory(c.Resources.Limits, w.Limits) {
@@ -72,6 +75,11 @@ func observe(pod *corev1.Pod, gen int64, want []resize.ContainerPlan) observatio
 	}
 	o.allocated, o.actual = true, true
 	for _, w := range want {
+		if w.PodLevel {
+			allocated, actual := podLevelApplied(pod, w)
+			o.allocated, o.actual = o.allocated && allocated, o.actual && actual
+			continue
+		}
 		st := statuses[w.Name]
 		if st == nil || st.Resources == nil {
 			o.allocated, o.actual = false, false
@@ -119,6 +127,18 @@ func observe(pod *corev1.Pod, gen int64, want []resize.ContainerPlan) observatio
 		o.outcome = resize.Applied
 	}
 	return o
+}
+
+// podLevelApplied compares a pod-level plan with what the kubelet reports
+// of the pod level (resize.PodLevelActual: the allocated requests and the
+// pod cgroup's limits).
+func podLevelApplied(pod *corev1.Pod, w resize.ContainerPlan) (allocated, actual bool) {
+	a := resize.PodLevelActual(pod)
+	if a == nil {
+		return false, false
+	}
+	allocated = sameCPUMemory(a.Requests, w.Requests)
+	return allocated, allocated && sameCPUMemory(a.Limits, w.Limits)
 }
 
 // requestedInMessage finds the resources and figures the kubelet names in

@@ -230,3 +230,53 @@ func TestActualPlan(t *testing.T) {
 		t.Errorf("actualPlan (-want +got):\n%s", diff)
 	}
 }
+
+func TestObservePodLevel(t *testing.T) {
+	want := []resize.ContainerPlan{{Name: resize.PodLevel, PodLevel: true, Index: -1,
+		Requests: rl("600m", "128Mi"), Limits: rl("1200m", "256Mi")}}
+	pod := func(specCPU, allocCPU, limitCPU string, edit func(*corev1.Pod)) *corev1.Pod {
+		p := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", Generation: 2},
+			Spec: corev1.PodSpec{
+				Containers: []corev1.Container{{Name: "app"}},
+				Resources:  &corev1.ResourceRequirements{Requests: rl(specCPU, "128Mi"), Limits: rl("1200m", "256Mi")},
+			},
+			Status: corev1.PodStatus{
+				Phase: corev1.PodRunning, ObservedGeneration: 2,
+				ContainerStatuses:  []corev1.ContainerStatus{{Name: "app", Resources: &corev1.ResourceRequirements{}}},
+				AllocatedResources: rl(allocCPU, "128Mi"),
+				// The 1.35 and 1.36 kubelets keep the old memory request
+				// of a running pod here.
+				Resources: &corev1.ResourceRequirements{Requests: rl("598m", "100Mi"), Limits: rl(limitCPU, "256Mi")},
+			},
+		}
+		if edit != nil {
+			edit(p)
+		}
+		return p
+	}
+	inProgress := func(p *corev1.Pod) {
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodResizeInProgress, Status: corev1.ConditionTrue, ObservedGeneration: 2}}
+	}
+	cases := []struct {
+		name string
+		pod  *corev1.Pod
+		want resize.Outcome
+	}{
+		{"allocated and limits applied", pod("600m", "600m", "1200m", nil), resize.Applied},
+		{"not allocated yet", pod("600m", "400m", "800m", nil), resize.InProgress},
+		{"allocated, limits not applied", pod("600m", "600m", "800m", nil), resize.InProgress},
+		{"allocated, in progress", pod("600m", "600m", "1200m", inProgress), resize.InProgress},
+		{"no pod-level status", pod("600m", "600m", "1200m", func(p *corev1.Pod) { p.Status.Resources, p.Status.AllocatedResources = nil, nil }), resize.InProgress},
+		{"changed by someone else", pod("700m", "700m", "1200m", nil), resize.Conflict},
+		{"pod-level resources gone", pod("600m", "600m", "1200m", func(p *corev1.Pod) { p.Spec.Resources = nil }), resize.Conflict},
+		{"overhead counts in allocatedResources", pod("600m", "650m", "1200m", func(p *corev1.Pod) { p.Spec.Overhead = rl("50m", "") }), resize.Applied},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := observe(tc.pod, 2, want); got.outcome != tc.want {
+				t.Errorf("observe() = %s (%s), want %s", got.outcome, got.message, tc.want)
+			}
+		})
+	}
+}

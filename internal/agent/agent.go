@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/snug-dev/snug/internal/cgroup"
+	"github.com/snug-dev/snug/internal/resize"
 )
 
 // Bounds and defaults of Config.
@@ -169,7 +170,13 @@ type Source interface {
 type cgroupSampler struct{ r cgroup.Reader }
 
 func (c cgroupSampler) Open(ref ContainerRef) (Source, cgroup.Path, error) {
-	p, err := c.r.Find(string(ref.PodUID), string(ref.QOSClass), ref.ContainerID)
+	find := func() (cgroup.Path, error) {
+		if ref.Container == resize.PodLevel {
+			return c.r.FindPod(string(ref.PodUID), string(ref.QOSClass))
+		}
+		return c.r.Find(string(ref.PodUID), string(ref.QOSClass), ref.ContainerID)
+	}
+	p, err := find()
 	if err != nil {
 		return nil, p, err
 	}
@@ -336,6 +343,14 @@ func runningContainers(pod *corev1.Pod) []ContainerRef {
 				Container: st.Name, ContainerID: st.ContainerID, QOSClass: pod.Status.QOSClass,
 			})
 		}
+	}
+	if len(refs) > 0 && podLevelSet(pod) != nil {
+		// The pod cgroup, whose limits the pod-level resources are: read
+		// as one more container, named resize.PodLevel.
+		refs = append(refs, ContainerRef{
+			Namespace: pod.Namespace, Pod: pod.Name, PodUID: pod.UID,
+			Container: resize.PodLevel, ContainerID: podLevelID(pod.UID), QOSClass: pod.Status.QOSClass,
+		})
 	}
 	slices.SortFunc(refs, func(x, y ContainerRef) int { return strings.Compare(x.Container, y.Container) })
 	return refs

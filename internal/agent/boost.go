@@ -268,6 +268,7 @@ func (d *Decider) handleBoost(ctx context.Context, log logr.Logger, st *podState
 func (d *Decider) sendBoost(ctx context.Context, log logr.Logger, st *podState, pod *corev1.Pod, now time.Time, wish resize.Wish, kind string, names []string) bool {
 	log = log.WithValues("pod", st.ns+"/"+st.name)
 	in := resize.Input{Pod: pod, Wish: wish, Options: st.opts}
+	in.Options.PodLevelResize = d.podLevelOff == ""
 	if node, err := d.cfg.Node(); err == nil && node != nil {
 		in.NodeAllocatable = node.Status.Allocatable
 	}

@@ -101,6 +101,11 @@ type Decider struct {
 
 	ckpt *checkpoints // nil unless UseCheckpoints
 
+	// podLevelOff is the refusal that showed that this cluster (or node)
+	// does not resize pods with pod-level resources (podlevel.go); "":
+	// assumed to, as 1.36 and later do by default. Loop only.
+	podLevelOff string
+
 	// quotas are the fresh reads of namespaces' ResourceQuotas
 	// (namespace.go). Loop only.
 	quotas map[string]quotaRead
@@ -131,11 +136,12 @@ type podState struct {
 	// notedUnadmitted: the NotSizedAtAdmission event was recorded.
 	notedUnadmitted bool
 	// podLevel says what the pod's pod-level resources (spec.resources)
-	// are, when it has them: snug does not resize them yet, and says so
-	// once (the PodLevelResources event) and in the view.
-	podLevel string
-	rec      *recommend.Pod
-	opts     resize.Options
+	// are, when it has them (podlevel.go); podLevelNoted: the
+	// PodLevelResources event said that the cluster does not resize them.
+	podLevel      string
+	podLevelNoted bool
+	rec           *recommend.Pod
+	opts          resize.Options
 	// uncontrolled is the policy's status.uncontrolledResources: resources
 	// an HPA scales the target on, which the agent never changes.
 	uncontrolled []corev1.ResourceName
@@ -483,7 +489,7 @@ func (d *Decider) podStateFor(ctx context.Context, pod *corev1.Pod, pol *v1alpha
 	phase := phaseIdle
 	noted := false
 	if st != nil {
-		noted = st.podLevel != ""
+		noted = st.podLevelNoted
 		// Another policy, or a new generation: its series start afresh.
 		d.metrics.forgetPod(st.ns, st.name)
 		if st.phase == phaseInFlight {
@@ -516,9 +522,7 @@ func (d *Decider) podStateFor(ctx context.Context, pod *corev1.Pod, pol *v1alpha
 	}
 	if rr := pod.Spec.Resources; rr != nil && (len(rr.Requests) > 0 || len(rr.Limits) > 0) {
 		st.podLevel = podLevelSummary(*rr)
-		if !noted {
-			d.event(pod, corev1.EventTypeWarning, ReasonPodLevelResources, "the pod sets pod-level resources ("+st.podLevel+"); snug does not resize them yet: it plans its containers' resizes within them, and the API server refuses one that does not fit")
-		}
+		st.podLevelNoted = noted
 	}
 	d.pods[pod.UID] = st
 	return st
@@ -653,6 +657,13 @@ func (d *Decider) plan(ctx context.Context, log logr.Logger, st *podState, pod *
 	}
 	slices.Sort(names)
 	var why []string
+	sized := podLevelSet(pod)
+	if sized != nil && d.podLevelOff != "" {
+		// The cluster does not resize pods with pod-level resources, not
+		// even their containers.
+		d.notePodLevelOff(log, st, pod)
+		return evHold
+	}
 	for _, name := range names {
 		cs := st.containers[name]
 		usage[name] = resize.Usage{CPUMillis: cs.cpuMillis, MemoryWorkingSetBytes: cs.wsBytes, MemoryPeakBytes: cs.rc.MemoryPeakBytes(now), MemoryLimitFloorBytes: cs.rc.MemoryLimitFloorBytes()}
@@ -667,11 +678,14 @@ func (d *Decider) plan(ctx context.Context, log logr.Logger, st *podState, pod *
 		if c := cs.last.CPU; c.Action != recommend.Hold && !d.boosts[key{st.uid, name}].boosted() &&
 			(mayRestart || restartPolicy(pod, name, corev1.ResourceCPU) != corev1.RestartContainer) {
 			t[corev1.ResourceCPU] = *resource.NewMilliQuantity(c.Request, resource.DecimalSI)
-			why = append(why, fmt.Sprintf("%s cpu %s: %s", name, c.Action, c.Reason))
+			why = append(why, fmt.Sprintf("%s cpu %s: %s", resize.DisplayName(name), c.Action, c.Reason))
 		}
 		if c := cs.last.Memory; c.Action != recommend.Hold && (mayRestart || restartPolicy(pod, name, corev1.ResourceMemory) != corev1.RestartContainer) {
 			t[corev1.ResourceMemory] = *resource.NewQuantity(c.Request, resource.BinarySI)
-			why = append(why, fmt.Sprintf("%s memory %s: %s", name, c.Action, c.Reason))
+			why = append(why, fmt.Sprintf("%s memory %s: %s", resize.DisplayName(name), c.Action, c.Reason))
+		}
+		if name != resize.PodLevel {
+			withoutPodLevel(t, sized)
 		}
 		if len(t) == 0 {
 			continue
@@ -686,6 +700,7 @@ func (d *Decider) plan(ctx context.Context, log logr.Logger, st *podState, pod *
 	// usable restart window (above): the planner may restart then.
 	opts := st.opts
 	opts.AllowRestart = wishRestarts(pod, wish)
+	opts.PodLevelResize = d.podLevelOff == ""
 	in := resize.Input{Pod: pod, Usage: usage, Wish: wish, Options: opts}
 	if node, err := d.cfg.Node(); err == nil && node != nil {
 		in.NodeAllocatable = node.Status.Allocatable
@@ -835,12 +850,21 @@ func (d *Decider) finish(ctx context.Context, log logr.Logger, r sendResult) {
 			msg += "; spec reverted to the actual resources"
 		}
 		rj.Message = msg
+		if d.podLevelOff == "" && podLevelSet(pod) != nil && podLevelUnsupported(msg) {
+			// Cluster-wide (the API server) or node-wide (the kubelet):
+			// no pod with pod-level resources is resized from now on.
+			d.podLevelOff = msg
+			log.Info("this cluster does not resize pods with pod-level resources in place", "refusal", msg)
+		}
 		log.Info("resize not applied", "outcome", r.outcome.String(), "message", msg, "plan", r.job.summary)
 		d.event(pod, corev1.EventTypeWarning, ReasonResizeRefused, fmt.Sprintf("snug's resize %s: %s", r.job.summary, msg))
 	}
 	st := d.pods[r.job.uid]
 	if st == nil || st.phase == phaseUnusable {
 		return
+	}
+	if d.podLevelOff != "" && st.podLevel != "" {
+		d.notePodLevelOff(log, st, pod)
 	}
 	st.fire(evSettled)
 	if r.job.boost != "" {
@@ -941,6 +965,9 @@ func containerStatus(pod *corev1.Pod, name string) *corev1.ContainerStatus {
 // (status.containerStatuses[].resources), or its spec when the node does
 // not report them.
 func actualResources(pod *corev1.Pod, name string, st *corev1.ContainerStatus) recommend.Resources {
+	if name == resize.PodLevel {
+		return podLevelActual(pod)
+	}
 	var rr *corev1.ResourceRequirements
 	if st != nil && st.Resources != nil {
 		rr = st.Resources
@@ -1081,13 +1108,16 @@ func planSummary(pod *corev1.Pod, p *resize.Plan) string {
 		if st := containerStatus(pod, c.Name); st != nil && st.Resources != nil {
 			old = *st.Resources
 		}
+		if c.PodLevel {
+			old = podLevelActualLists(pod)
+		}
 		for _, res := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
 			or, ol := old.Requests[res], old.Limits[res]
 			nr, nl := c.Requests[res], c.Limits[res]
 			if or.Cmp(nr) == 0 && ol.Cmp(nl) == 0 {
 				continue
 			}
-			parts = append(parts, fmt.Sprintf("%s %s %s/%s -> %s/%s", c.Name, res, qty(or), qty(ol), qty(nr), qty(nl)))
+			parts = append(parts, fmt.Sprintf("%s %s %s/%s -> %s/%s", resize.DisplayName(c.Name), res, qty(or), qty(ol), qty(nr), qty(nl)))
 		}
 	}
 	return strings.Join(parts, ", ")

@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -27,6 +28,7 @@ import (
 	"github.com/snug-dev/snug/internal/actuate"
 	"github.com/snug-dev/snug/internal/cgroup"
 	"github.com/snug-dev/snug/internal/recommend"
+	"github.com/snug-dev/snug/internal/resize"
 )
 
 // testPod is a running single-container pod with actual resources equal to
@@ -184,13 +186,25 @@ func (f *fakeKubelet) patch(_ context.Context, name string, patch []byte) (*core
 	for _, op := range ops {
 		var kind, res string
 		// /spec/containers/0/resources/{requests,limits}/{cpu,memory}
-		if _, err := fmtSscan(op.Path, &kind, &res); err != nil {
+		// or, pod-level, /spec/resources/{requests,limits}/{cpu,memory}
+		podLevel := strings.HasPrefix(op.Path, "/spec/resources/")
+		if podLevel {
+			kind, res, _ = strings.Cut(strings.TrimPrefix(op.Path, "/spec/resources/"), "/")
+		} else if _, err := fmtSscan(op.Path, &kind, &res); err != nil {
 			continue
 		}
 		l := p.Spec.Containers[0].Resources.Requests
 		sl := p.Status.ContainerStatuses[0].Resources.Requests
 		if kind == "limits" {
 			l, sl = p.Spec.Containers[0].Resources.Limits, p.Status.ContainerStatuses[0].Resources.Limits
+		}
+		if podLevel {
+			// The kubelet reports the pod's allocated requests and the
+			// pod cgroup's limits.
+			l, sl = p.Spec.Resources.Requests, p.Status.AllocatedResources
+			if kind == "limits" {
+				l, sl = p.Spec.Resources.Limits, p.Status.Resources.Limits
+			}
 		}
 		v, _ := op.Value.(string)
 		q := resource.MustParse(v)
@@ -568,23 +582,104 @@ func metricValue(t *testing.T, m *Metrics, name string, values ...string) float6
 // them, also across a new policy generation, and the container's view
 // says snug does not resize them.
 func TestDeciderSaysPodLevelResourcesOnce(t *testing.T) {
-	ctx := context.Background()
-	pod := testPod("p", map[string]string{"app": "load"}, rl("50m", "64Mi"), rl("100m", "128Mi"))
-	pod.Spec.Resources = &corev1.ResourceRequirements{Limits: rl("200m", "256Mi")}
-	pol := selectorPolicy("pol", v1alpha1.UpdateModeInPlace)
-	_, d, _ := newTestDecider(t, false, []*corev1.Pod{pod}, pol)
-	rec := record.NewFakeRecorder(16)
-	d.cfg.Recorder = rec
-	now := time.Now()
-	d.Observe(ctx, refOf(pod), calm(now, 20))
-	pol.Generation++
-	d.Observe(ctx, refOf(pod), calm(now.Add(time.Second), 20))
-	d.Wait()
-	evs := events(rec)
-	if len(evs) != 1 || !strings.HasPrefix(evs[0], "Warning PodLevelResources the pod sets pod-level resources (cpu -/200m, memory -/256Mi)") {
-		t.Errorf("events %q, want one PodLevelResources naming cpu -/200m, memory -/256Mi", evs)
-	}
-	if v := d.View(pod.UID, "app"); v == nil || !strings.Contains(v.Note, "pod-level resources (cpu -/200m, memory -/256Mi) are not resized") {
-		t.Errorf("view %+v, want a note on the pod-level resources", v)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		pod := podLevelPod()
+		pol := selectorPolicy("pol", v1alpha1.UpdateModeInPlace)
+		_, d, fk := newTestDecider(t, false, []*corev1.Pod{pod}, pol)
+		rec := record.NewFakeRecorder(16)
+		d.cfg.Recorder = rec
+		// What a 1.35 API server answers, with the feature off.
+		fk.refuse = func(int) error {
+			return apierrors.NewInvalid(schema.GroupKind{Kind: "Pod"}, "p", field.ErrorList{field.Forbidden(field.NewPath(""),
+				"resize of pods with pod-level resources is forbidden when InPlacePodLevelResourcesVerticalScalingEnabled feature gate is disabled")})
+		}
+		now := time.Now()
+		d.Observe(ctx, podLevelRef(pod), throttled(now, 200))
+		d.PassDone(ctx)
+		waitSent(t, fk, "no resize sent")
+		passUntil(t, d, "the refused resize's outcome", func() bool {
+			v := d.View(pod.UID, resize.PodLevel)
+			return v != nil && len(v.Resizes) == 1
+		})
+		for i := 1; i <= 3; i++ {
+			if i == 2 {
+				pol.Generation++ // a new policy generation says nothing again
+			}
+			d.Observe(ctx, podLevelRef(pod), throttled(now.Add(time.Duration(i)*time.Minute), 200))
+			d.PassDone(ctx)
+			d.Wait()
+		}
+		if n := len(fk.patches); n != 1 {
+			t.Errorf("%d resizes sent, want 1: none after the API server said no", n)
+		}
+		var said []string
+		for _, e := range events(rec) {
+			if strings.HasPrefix(e, "Warning PodLevelResources") {
+				said = append(said, e)
+			}
+		}
+		if len(said) != 1 || !strings.Contains(said[0], "the pod sets pod-level resources (cpu 100m/200m, memory 128Mi/256Mi), and this cluster does not resize such pods in place") {
+			t.Errorf("PodLevelResources events %q, want one naming cpu 100m/200m, memory 128Mi/256Mi", said)
+		}
+		if v := d.View(pod.UID, resize.PodLevel); v == nil || !strings.Contains(v.Note, "this cluster does not resize such pods in place") {
+			t.Errorf("view %+v, want a note that the cluster does not resize it", v)
+		}
+	})
+}
+
+// podLevelPod is a running pod with pod-level resources (cpu 100m/200m,
+// memory 128Mi/256Mi) and one container asking for 50m cpu and 64Mi of
+// its own, as a 1.36 kubelet reports it.
+func podLevelPod() *corev1.Pod {
+	pod := testPod("p", map[string]string{"app": "load"}, rl("50m", "64Mi"), nil)
+	pod.Spec.Resources = &corev1.ResourceRequirements{Requests: rl("100m", "128Mi"), Limits: rl("200m", "256Mi")}
+	pod.Status.AllocatedResources = rl("100m", "128Mi")
+	pod.Status.Resources = &corev1.ResourceRequirements{Requests: rl("100m", "128Mi"), Limits: rl("200m", "256Mi")}
+	return pod
+}
+
+// podLevelRef is the pod cgroup's reference, as runningContainers makes it.
+func podLevelRef(p *corev1.Pod) ContainerRef {
+	return ContainerRef{Namespace: p.Namespace, Pod: p.Name, PodUID: p.UID, Container: resize.PodLevel,
+		ContainerID: podLevelID(p.UID), QOSClass: p.Status.QOSClass}
+}
+
+// TestDeciderResizesPodLevelResources: the pod cgroup throttled at the
+// pod-level cpu limit grows the pod-level values in place; its container,
+// which the pod sizes at the pod level, is not resized.
+func TestDeciderResizesPodLevelResources(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		pod := podLevelPod()
+		if refs := runningContainers(pod); len(refs) != 2 || refs[0] != podLevelRef(pod) {
+			t.Fatalf("running containers %+v, want app and the pod cgroup", refs)
+		}
+		_, d, fk := newTestDecider(t, false, []*corev1.Pod{pod}, selectorPolicy("pol", v1alpha1.UpdateModeInPlace))
+		now := time.Now()
+		// The container at 200m (its share of the pod's limit), the pod
+		// cgroup throttled at its 200m limit.
+		d.Observe(ctx, refOf(pod), throttled(now, 200))
+		d.Observe(ctx, podLevelRef(pod), throttled(now, 200))
+		d.PassDone(ctx)
+		waitSent(t, fk, "no resize sent")
+		v := waitResizes(t, d, pod, 1)
+		if r := v.Resizes[0]; r.Outcome != "Applied" || !strings.Contains(r.Plan, "(pod) cpu 100m/200m -> 500m/1") {
+			t.Errorf("resize %+v, want the pod level's cpu grown and Applied", r)
+		}
+		patch := string(fk.patches[0])
+		if !strings.Contains(patch, `"/spec/resources/limits/cpu"`) || strings.Contains(patch, "/spec/containers/0/resources/requests/cpu") {
+			t.Errorf("patch %s: want the pod-level cpu changed and the container's not", patch)
+		}
+		stored := fk.get("p")
+		if got := stored.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU]; got.String() != "50m" {
+			t.Errorf("container cpu request %s, want 50m kept", got.String())
+		}
+		if pv := d.View(pod.UID, resize.PodLevel); pv == nil || !strings.Contains(pv.Note, "sized from the pod cgroup") {
+			t.Errorf("pod-level view %+v, want its note", pv)
+		}
+		if cv := d.View(pod.UID, "app"); cv == nil || !strings.Contains(cv.Note, "at the pod level") {
+			t.Errorf("container view %+v, want a note that the pod level sizes it", cv)
+		}
+	})
 }

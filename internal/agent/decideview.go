@@ -175,7 +175,14 @@ func (d *Decider) updateView(k key, st *podState, cs *containerState, now time.T
 		resizesLastHour: st.rec.ResizesInLastHour(now),
 	}
 	if st.podLevel != "" {
-		v.note = "pod-level resources (" + st.podLevel + ") are not resized by snug yet"
+		switch {
+		case d.podLevelOff != "":
+			v.note = "pod-level resources (" + st.podLevel + "): this cluster does not resize such pods in place, so snug leaves the pod alone"
+		case k.name == resize.PodLevel:
+			v.note = "the pod's pod-level resources (" + st.podLevel + "), sized from the pod cgroup"
+		default:
+			v.note = "the pod sets " + st.podLevel + " at the pod level; those are sized on its " + resize.PodLevel + " entry, not here"
+		}
 	}
 	if st.deferral != nil {
 		v.deferral, v.deferred = *st.deferral, true

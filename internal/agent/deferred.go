@@ -318,6 +318,12 @@ func (d *Decider) handleDeferred(ctx context.Context, log logr.Logger, st *podSt
 	if !st.actuates() || d.sender == nil || st.phase == phaseInFlight {
 		return false
 	}
+	if podLevelSet(pod) != nil {
+		// The fit and the eviction act on containers' values; a pod with
+		// pod-level resources waits for the kubelet's retry (docs/agent.md,
+		// "Pod-level resources").
+		return false
+	}
 	log = log.WithValues("pod", st.ns+"/"+st.name)
 	switch nextDeferredStep(df.rules, since, df.actedAt, now) {
 	case deferredWait:

@@ -270,6 +270,9 @@ func (row statusRow) actualPair(r corev1.ResourceName) string {
 }
 
 func (row statusRow) containerName() string {
+	if row.Container == resize.PodLevel {
+		return resize.PodLevelDisplay
+	}
 	if row.Sidecar {
 		return row.Container + " (sidecar)"
 	}

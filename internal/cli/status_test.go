@@ -142,3 +142,35 @@ func TestStatusRestartWindow(t *testing.T) {
 		t.Errorf("states (-want +got):\n%s", diff)
 	}
 }
+
+// TestStatusPodLevel: a pod with pod-level resources has a (pod) row,
+// Synced when the kubelet allocated the requests and applied the limits
+// (the stale memory request the 1.35 and 1.36 kubelets report in
+// status.resources does not count), InProgress while the pod cgroup still
+// has the old cpu limit.
+func TestStatusPodLevel(t *testing.T) {
+	podLevel := func(name, statusCPULimit string) corev1.Pod {
+		p := fixturePod()
+		p.Name = name
+		p.Spec.Containers[0].Resources = corev1.ResourceRequirements{}
+		p.Spec.Resources = &corev1.ResourceRequirements{Requests: rl("cpu", "250m", "memory", "64Mi"), Limits: rl("cpu", "500m", "memory", "128Mi")}
+		p.Status.ContainerStatuses[0].Resources = &corev1.ResourceRequirements{}
+		p.Status.ContainerStatuses[0].AllocatedResources = nil
+		p.Status.AllocatedResources = rl("cpu", "250m", "memory", "64Mi")
+		p.Status.Resources = &corev1.ResourceRequirements{Requests: rl("cpu", "250m", "memory", "48Mi"), Limits: rl("cpu", statusCPULimit, "memory", "128Mi")}
+		return *p
+	}
+	var out bytes.Buffer
+	if err := printStatus(&out, statusRows([]corev1.Pod{podLevel("applied", "500m"), podLevel("resizing", "400m")}, statusNow), "table", false); err != nil {
+		t.Fatal(err)
+	}
+	want := `POD       CONTAINER  QOS        CPU                           MEMORY      STATE       RESTARTS  NODE
+resizing  (pod)      Burstable  250m/500m (actual 250m/400m)  64Mi/128Mi  InProgress  0         n1
+applied   app        Burstable  -/-                           -/-         Synced      0         n1
+applied   (pod)      Burstable  250m/500m                     64Mi/128Mi  Synced      0         n1
+resizing  app        Burstable  -/-                           -/-         Synced      0         n1
+`
+	if diff := cmp.Diff(want, out.String()); diff != "" {
+		t.Errorf("table (-want +got):\n%s", diff)
+	}
+}

@@ -150,8 +150,8 @@ func checkPatchShape(t testing.TB, patch []byte) {
 		default:
 			t.Fatalf("unexpected op %q", op.Op)
 		}
-		if !strings.HasPrefix(op.Path, "/spec/containers/") && !strings.HasPrefix(op.Path, "/spec/initContainers/") {
-			t.Fatalf("op outside containers: %s", op.Path)
+		if !strings.HasPrefix(op.Path, "/spec/containers/") && !strings.HasPrefix(op.Path, "/spec/initContainers/") && !strings.HasPrefix(op.Path, "/spec/resources") {
+			t.Fatalf("op outside containers and pod-level resources: %s", op.Path)
 		}
 	}
 	if !seenChange {
@@ -194,7 +194,29 @@ func checkResult(t testing.TB, in Input, plan *Plan, err error) {
 		wishes[w.Name] = w
 	}
 	all := func(p *corev1.Pod) []corev1.Container {
-		return append(append([]corev1.Container{}, p.Spec.Containers...), p.Spec.InitContainers...)
+		out := append(append([]corev1.Container{}, p.Spec.Containers...), p.Spec.InitContainers...)
+		if p.Spec.Resources != nil {
+			// The pod-level resources, checked as one more container.
+			out = append(out, corev1.Container{Name: PodLevel, Resources: *p.Spec.Resources})
+		}
+		return out
+	}
+	if got.Spec.Resources != nil {
+		// Pod-level values stay at what the containers ask for, as the
+		// API server validates.
+		requests := func(c *corev1.Container) corev1.ResourceList { return c.Resources.Requests }
+		aggregate := containersTotal(got, requests, requests)
+		pv := readValues(*got.Spec.Resources)
+		for _, r := range resources {
+			if need, ok := unitsOf(aggregate, r); ok && pv[r].req.set && pv[r].req.units < need {
+				t.Fatalf("pod-level %s request %d below the containers' %d", r.name(), pv[r].req.units, need)
+			}
+			for _, c := range got.Spec.Containers {
+				if l, ok := unitsOf(c.Resources.Limits, r); ok && pv[r].lim.set && pv[r].lim.units < l {
+					t.Fatalf("pod-level %s limit %d below container %s's %d", r.name(), pv[r].lim.units, c.Name, l)
+				}
+			}
+		}
 	}
 	oldAll, newAll := all(old), all(got)
 	for i := range oldAll {

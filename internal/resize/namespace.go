@@ -147,6 +147,11 @@ func crossNamespaceAffinity(pod *corev1.Pod) bool {
 // podRequests adds requests: containersTotal, plus overhead), and false if
 // a container the sum needs has no limit of r.
 func podLimits(pod *corev1.Pod, r res) (int64, bool) {
+	if l, ok := podLevelLimit(pod, r); ok {
+		// A pod-level limit is the pod's limit (the quota's PodLimits).
+		over, _ := unitsOf(pod.Spec.Overhead, r)
+		return l + over, true
+	}
 	for _, cs := range [][]corev1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
 		for i := range cs {
 			if _, ok := unitsOf(cs[i].Resources.Limits, r); !ok {
@@ -184,7 +189,9 @@ func (p *planner) fitNamespace() *Refusal {
 		return nil
 	}
 	for _, t := range p.targets {
-		p.fitContainerRanges(t, ns.LimitRanges)
+		if !t.podLevel { // the LimitRanges' Pod items bound it, below
+			p.fitContainerRanges(t, ns.LimitRanges)
+		}
 	}
 	var full []string // resources whose whole increase was cut
 	for _, r := range resources {

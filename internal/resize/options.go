@@ -38,6 +38,13 @@ type Options struct {
 	// AllowRestart permits plans that restart containers whose resizePolicy
 	// is RestartContainer for a changed resource. Default false.
 	AllowRestart bool
+	// PodLevelResize says that the cluster resizes pod-level resources
+	// (spec.resources) in place: the InPlacePodLevelResourcesVerticalScaling
+	// feature, beta and on by default from Kubernetes 1.36, alpha and off
+	// in 1.35. When false, a pod with pod-level resources is refused
+	// (ReasonUnsupportedPod): with the feature off the API server forbids
+	// any resize of such a pod, even of its containers alone.
+	PodLevelResize bool
 	// NoRoom says what to do when the pod would not fit on its node.
 	// Default NoRoomRefuse.
 	NoRoom NoRoomAction

@@ -21,8 +21,11 @@ type jsonOp struct {
 
 // containerEdit is the change of one container's resources.
 type containerEdit struct {
-	base      string // JSON pointer of the container, e.g. /spec/containers/0
-	name      string
+	base string // JSON pointer of the container, e.g. /spec/containers/0
+	name string
+	// podLevel: the edit is of spec.resources (base /spec), which has no
+	// name to pin.
+	podLevel  bool
 	cur, next corev1.ResourceRequirements
 }
 
@@ -40,7 +43,8 @@ var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
 func escape(segment string) string { return pointerEscaper.Replace(segment) }
 
 // buildPatch writes the edits as one JSON patch: first the tests, then the
-// changes. Each container is pinned by a test of its name. A changed value is
+// changes. Each container is pinned by a test of its name (pod-level
+// resources, at /spec/resources, need none). A changed value is
 // tested at its current value and replaced; a value being added is guarded
 // by a test of the whole list it joins (RFC 6902 cannot test for absence),
 // or of the whole resources object when the list does not exist yet.
@@ -56,7 +60,9 @@ func buildPatch(edits []containerEdit) ([]byte, error) {
 		}
 	}
 	for _, e := range edits {
-		test(e.base+"/name", e.name)
+		if !e.podLevel {
+			test(e.base+"/name", e.name)
+		}
 		lists := []struct {
 			field     string
 			cur, next corev1.ResourceList

@@ -31,8 +31,30 @@ type Input struct {
 	Options Options
 }
 
-// Wish is the change asked for, one entry per container to resize.
-// Containers not named keep their resources.
+// PodLevel is the name that stands for the pod's own resources
+// (spec.resources, pod-level resources) in a ContainerWish, a
+// ContainerPlan, Input.Usage (the pod cgroup's usage) and a Note, and
+// wherever snug keys something by container name (the agent's views and
+// metrics, checkpoint keys). No container can have it (container names are
+// DNS labels), and it is a valid ConfigMap key and label value. People
+// read it as PodLevelDisplay.
+const PodLevel = "_pod"
+
+// PodLevelDisplay is how logs, events and tables name the pod level.
+const PodLevelDisplay = "(pod)"
+
+// DisplayName is name as people read it: PodLevelDisplay for PodLevel,
+// the container's name otherwise.
+func DisplayName(name string) string {
+	if name == PodLevel {
+		return PodLevelDisplay
+	}
+	return name
+}
+
+// Wish is the change asked for, one entry per container to resize (or
+// PodLevel, for the pod-level resources). Containers not named keep their
+// resources.
 type Wish struct {
 	Containers []ContainerWish
 }
@@ -43,7 +65,9 @@ type Wish struct {
 // Only cpu and memory may be named.
 type ContainerWish struct {
 	// Name is the name of a regular container or of a sidecar (an init
-	// container with restartPolicy Always).
+	// container with restartPolicy Always), or PodLevel for the pod's
+	// pod-level resources (only those it already sets, and only with
+	// Options.PodLevelResize).
 	Name string
 	// Requests are explicit new requests. Keys not given keep their value.
 	// In a Guaranteed pod a request given alone moves its limit with it.
@@ -148,8 +172,11 @@ type ContainerPlan struct {
 	// (spec.initContainers), false for a regular one (spec.containers).
 	Sidecar bool
 	// Index is the container's index in spec.containers or
-	// spec.initContainers.
+	// spec.initContainers; -1 for PodLevel.
 	Index int
+	// PodLevel is true for the pod's own resources (Name is PodLevel):
+	// Requests and Limits are the new spec.resources.
+	PodLevel bool
 	// Requests is the container's complete new requests list; resources
 	// other than cpu and memory are unchanged.
 	Requests corev1.ResourceList
@@ -176,11 +203,13 @@ type target struct {
 	wish    ContainerWish
 	sidecar bool
 	index   int
-	spec    *corev1.Container
-	cur     values // the spec now
-	next    values // the plan
-	wanted  values // the plan before node capping
-	restart bool
+	spec    *corev1.Container // for PodLevel, a container holding spec.resources
+	// podLevel: the target is the pod's own resources (PodLevel).
+	podLevel bool
+	cur      values // the spec now
+	next     values // the plan
+	wanted   values // the plan before node capping
+	restart  bool
 }
 
 func (t *target) name() string { return t.spec.Name }
@@ -192,15 +221,20 @@ func (t *target) changed() bool { return t.next != t.cur }
 // It applies these rules, in this order, to every container wished for:
 //
 //  1. The pod must be resizable in place: not finished or terminating, not
-//     static, not Windows, without pod-level resources, on a node that
-//     reports container resources. The container must be a regular
-//     container or a sidecar.
+//     static, not Windows, on a node that reports container resources, and
+//     without pod-level resources unless Options.PodLevelResize. The
+//     container must be a regular container or a sidecar, or PodLevel for
+//     pod-level resources the pod already sets.
 //  2. The wish is turned into new values: explicit values as given; a
 //     target clamped to minAllowed/maxAllowed, with limits scaled to keep
 //     their ratio (RequestsAndLimits) or requests capped at their limits
 //     (RequestsOnly; in a Guaranteed pod the limit follows the request).
 //     CPU is counted in whole millicores and memory in whole bytes,
 //     rounding up. A BestEffort pod is never given requests.
+//     Pod-level values never drop below what the containers ask for
+//     (note KeptAboveContainers): requests at least the containers'
+//     aggregate requests, limits at least each container's limit, as the
+//     API server validates.
 //  3. Memory never drops below usage * (1 + MemoryHeadroom), nor by more
 //     than MaxMemoryDecreaseFraction of its current value per plan. A memory
 //     limit is never lowered or added without a usage figure. A target
@@ -221,6 +255,9 @@ func (t *target) changed() bool { return t.next != t.cur }
 //  8. Containers whose resizePolicy is RestartContainer for a changed
 //     resource are marked to restart; that is refused unless
 //     Options.AllowRestart, and always in a pod with restartPolicy Never.
+//     A pod-level limit change that would restart a container (one with
+//     RestartContainer for it and no limit of its own, which inherits the
+//     pod's) is always refused.
 //
 // Every refusal is a *Refusal (use errors.As); any other error is a bug.
 func NewPlan(in Input) (*Plan, error) {
@@ -239,7 +276,7 @@ func NewPlan(in Input) (*Plan, error) {
 			return nil, r
 		}
 	}
-	for _, step := range []func() *Refusal{p.fitNamespace, p.fitNode, p.keepQoS, p.checkKeys, p.checkRestarts} {
+	for _, step := range []func() *Refusal{p.fitContainers, p.fitNamespace, p.fitNode, p.keepQoS, p.checkKeys, p.checkRestarts} {
 		if r := step(); r != nil {
 			return nil, r
 		}
@@ -257,6 +294,9 @@ func newPlanner(in Input) (*planner, *Refusal) {
 	}
 	if r := checkPod(in.Pod); r != nil {
 		return nil, r
+	}
+	if hasPodLevelResources(in.Pod) && !opts.PodLevelResize {
+		return nil, refuse(ReasonUnsupportedPod, "", "pod %s sets pod-level resources, and this cluster does not resize them in place (InPlacePodLevelResourcesVerticalScaling is off; beta and on by default from Kubernetes 1.36); with it off the API server forbids any resize of such a pod", in.Pod.Name)
 	}
 	p := &planner{in: in, opts: opts, pod: in.Pod, qos: currentQoS(in.Pod), predicted: WouldApply}
 	seen := map[string]bool{}
@@ -291,8 +331,6 @@ func checkPod(pod *corev1.Pod) *Refusal {
 		return refuse(ReasonUnsupportedPod, "", "pod %s is a static pod, and static pods cannot be resized", pod.Name)
 	case pod.Spec.OS != nil && pod.Spec.OS.Name == corev1.Windows:
 		return refuse(ReasonUnsupportedPod, "", "pod %s is a Windows pod, and Windows pods cannot be resized", pod.Name)
-	case hasPodLevelResources(pod):
-		return refuse(ReasonUnsupportedPod, "", "pod %s sets pod-level resources; snug resizes containers only, and the API server forbids any resize of such pods unless InPlacePodLevelResourcesVerticalScaling is on", pod.Name)
 	}
 	// The API server's version-skew guard: the first running container must
 	// report its resources, or the node's kubelet cannot resize.
@@ -366,6 +404,15 @@ func checkList(container, what string, list corev1.ResourceList) *Refusal {
 // locate finds the wished container and refuses kinds that cannot resize.
 func (p *planner) locate(w ContainerWish) (*target, *Refusal) {
 	spec := &p.pod.Spec
+	if w.Name == PodLevel {
+		if !hasPodLevelResources(p.pod) {
+			return nil, refuse(ReasonUnknownContainer, w.Name, "pod %s sets no pod-level resources; snug resizes pod-level resources only where the pod has them", p.pod.Name)
+		}
+		c := &corev1.Container{Name: PodLevel, Resources: *spec.Resources.DeepCopy()}
+		t := p.newTarget(w, c, -1, false)
+		t.podLevel = true
+		return t, nil
+	}
 	for i := range spec.Containers {
 		if spec.Containers[i].Name == w.Name {
 			return p.newTarget(w, &spec.Containers[i], i, false), nil
@@ -400,6 +447,9 @@ func (p *planner) note(t *target, r res, adj Adjustment, format string, args ...
 		n.Container = t.name()
 		n.Resource = r.name()
 		n.Message = fmt.Sprintf("container %q: %s", t.name(), n.Message)
+		if t.podLevel {
+			n.Message = "pod-level resources: " + fmt.Sprintf(format, args...)
+		}
 	}
 	p.notes = append(p.notes, n)
 }
@@ -411,6 +461,11 @@ func (p *planner) apply() *corev1.Pod {
 	pod.Spec.Containers = slices.Clone(p.pod.Spec.Containers)
 	pod.Spec.InitContainers = slices.Clone(p.pod.Spec.InitContainers)
 	for _, t := range p.targets {
+		if t.podLevel {
+			rr := writeValues(*p.pod.Spec.Resources, t.next)
+			pod.Spec.Resources = &rr
+			continue
+		}
 		list := pod.Spec.Containers
 		if t.sidecar {
 			list = pod.Spec.InitContainers
@@ -445,6 +500,12 @@ func (p *planner) checkKeys() *Refusal {
 func (p *planner) checkRestarts() *Refusal {
 	var restarting []string
 	for _, t := range p.targets {
+		if t.podLevel {
+			if r := p.checkPodLevelRestarts(t); r != nil {
+				return r
+			}
+			continue
+		}
 		for _, r := range resources {
 			if t.next[r] == t.cur[r] || resizePolicy(t.spec, r) != corev1.RestartContainer {
 				continue
@@ -462,6 +523,42 @@ func (p *planner) checkRestarts() *Refusal {
 		return refuse(ReasonRestartRequired, restarting[0], "the resize would restart %q (resizePolicy RestartContainer) and restarts are not allowed", restarting)
 	}
 	return nil
+}
+
+// checkPodLevelRestarts refuses a pod-level limit change that the kubelet
+// applies by restarting a container: one whose resizePolicy for the
+// resource is RestartContainer and that has no limit of its own, so its
+// effective limit is the pod's. Restart windows are per container, so
+// snug does not restart containers for a pod-level resize.
+func (p *planner) checkPodLevelRestarts(t *target) *Refusal {
+	for _, r := range resources {
+		if t.next[r].lim == t.cur[r].lim {
+			continue
+		}
+		for _, c := range runningContainers(p.pod) {
+			if _, own := c.Resources.Limits[r.name()]; own || resizePolicy(c, r) != corev1.RestartContainer {
+				continue
+			}
+			return refuse(ReasonRestartRequired, PodLevel, "changing the pod-level %s limit would restart %q (resizePolicy RestartContainer, no %s limit of its own); snug does not restart containers for a pod-level resize", r.name(), c.Name, r.name())
+		}
+	}
+	return nil
+}
+
+// runningContainers are the pod's regular containers and sidecars: the
+// containers that run beside each other (not the init containers that ran
+// to completion before them).
+func runningContainers(pod *corev1.Pod) []*corev1.Container {
+	var out []*corev1.Container
+	for i := range pod.Spec.Containers {
+		out = append(out, &pod.Spec.Containers[i])
+	}
+	for i := range pod.Spec.InitContainers {
+		if isSidecar(&pod.Spec.InitContainers[i]) {
+			out = append(out, &pod.Spec.InitContainers[i])
+		}
+	}
+	return out
 }
 
 // resizePolicy returns the container's restart policy for r; NotRequired
@@ -488,6 +585,12 @@ func (p *planner) plan() (*Plan, error) {
 	}
 	changed := slices.DeleteFunc(slices.Clone(p.targets), func(t *target) bool { return !t.changed() })
 	slices.SortFunc(changed, func(a, b *target) int {
+		if a.podLevel != b.podLevel {
+			if a.podLevel {
+				return 1
+			}
+			return -1
+		}
 		if a.sidecar != b.sidecar {
 			if a.sidecar {
 				return 1
@@ -500,10 +603,14 @@ func (p *planner) plan() (*Plan, error) {
 	for _, t := range changed {
 		rr := writeValues(t.spec.Resources, t.next)
 		out.Containers = append(out.Containers, ContainerPlan{
-			Name: t.name(), Sidecar: t.sidecar, Index: t.index,
+			Name: t.name(), Sidecar: t.sidecar, Index: t.index, PodLevel: t.podLevel,
 			Requests: rr.Requests, Limits: rr.Limits, Restart: t.restart,
 		})
-		edits = append(edits, containerEdit{base: containerPath(t.sidecar, t.index), name: t.name(), cur: t.spec.Resources, next: rr})
+		e := containerEdit{base: containerPath(t.sidecar, t.index), name: t.name(), cur: t.spec.Resources, next: rr}
+		if t.podLevel {
+			e.base, e.podLevel = "/spec", true
+		}
+		edits = append(edits, e)
 	}
 	if len(edits) == 0 {
 		return out, nil

@@ -17,8 +17,9 @@ const (
 	// cpu or memory, explicit values and a target at once).
 	ReasonInvalidWish Reason = "InvalidWish"
 	// ReasonUnsupportedPod: the pod cannot be resized in place at all
-	// (finished, terminating, static, Windows, pod-level resources, or its
-	// node does not report container resources).
+	// (finished, terminating, static, Windows, pod-level resources without
+	// Options.PodLevelResize, or its node does not report container
+	// resources).
 	ReasonUnsupportedPod Reason = "UnsupportedPod"
 	// ReasonUnknownContainer: the pod has no container of that name.
 	ReasonUnknownContainer Reason = "UnknownContainer"
@@ -126,6 +127,11 @@ const (
 	// NoRoomSentAnyway: the plan does not fit on the node and
 	// Options.NoRoom is NoRoomSend; see Plan.Predicted.
 	NoRoomSentAnyway Adjustment = "NoRoomSentAnyway"
+	// KeptAboveContainers: a pod-level value was kept at what the pod's
+	// containers ask for: the API server requires pod-level requests at
+	// least the containers' aggregate requests, and pod-level limits at
+	// least each container's limit.
+	KeptAboveContainers Adjustment = "KeptAboveContainers"
 )
 
 // Note records one adjustment the planner made, for logs, events and

@@ -12,6 +12,10 @@ type ContainerState struct {
 	Name string
 	// Sidecar is true for a restartable init container.
 	Sidecar bool
+	// PodLevel is true for the pod's own resources (Name is PodLevel):
+	// Desired is spec.resources, Allocated and Actual as PodLevelActual
+	// reads them.
+	PodLevel bool
 	// Desired is the spec: what was asked for.
 	Desired corev1.ResourceRequirements
 	// Allocated is status allocatedResources: the requests the kubelet has
@@ -72,7 +76,8 @@ func (c ResizeCondition) String() string {
 // actuation to classify what became of a resize.
 type PodState struct {
 	// Containers lists the regular containers, then the sidecars, in pod
-	// order. Non-sidecar init containers cannot be resized and are left out.
+	// order, then the pod-level resources (PodLevel) when the pod sets
+	// them. Non-sidecar init containers cannot be resized and are left out.
 	Containers []ContainerState
 	// Pending is the PodResizePending condition, if any.
 	Pending *ResizeCondition
@@ -127,6 +132,13 @@ func State(pod *corev1.Pod, now time.Time) PodState {
 		if isSidecar(&pod.Spec.InitContainers[i]) {
 			add(&pod.Spec.InitContainers[i], true)
 		}
+	}
+	if hasPodLevelResources(pod) {
+		pl := ContainerState{Name: PodLevel, PodLevel: true, Desired: *pod.Spec.Resources}
+		if actual := PodLevelActual(pod); actual != nil {
+			pl.Allocated, pl.Actual = actual.Requests, actual
+		}
+		s.Containers = append(s.Containers, pl)
 	}
 	for _, c := range pod.Status.Conditions {
 		rc := &ResizeCondition{Type: c.Type, Reason: c.Reason, Message: c.Message, Since: c.LastTransitionTime.Time}

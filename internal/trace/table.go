@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/snug-dev/snug/internal/resize"
 )
 
 // TableOptions tune WriteTable.
@@ -133,7 +135,7 @@ func describeFirst(s *Sample, joined bool) []string {
 	head += fmt.Sprintf(" (uid %s): %s, node %s, %s, gen %d/%d", shortUID(s.UID), orDash(s.Phase), orDash(s.Node), orDash(s.QOSClass), s.Generation, s.ObservedGeneration)
 	lines := []string{head}
 	for _, c := range s.Containers {
-		l := fmt.Sprintf("  %s: desired %s", c.Name, c.Desired)
+		l := fmt.Sprintf("  %s: desired %s", resize.DisplayName(c.Name), c.Desired)
 		if c.Allocated != nil {
 			l += ", allocated " + c.Allocated.requestsString()
 		}
@@ -204,7 +206,7 @@ func describeChange(prev, s *Sample, namedContainers bool) string {
 		p, ok := before[c.Name]
 		name := ""
 		if namedContainers {
-			name = c.Name + ": "
+			name = resize.DisplayName(c.Name) + ": "
 		}
 		if !ok {
 			parts = append(parts, fmt.Sprintf("%snew container, desired %s", name, c.Desired))

@@ -352,6 +352,9 @@ type loadPod struct {
 	// readyz gives the container a readiness probe on snug-load's
 	// GET /readyz every second (its HTTP endpoint on :8080).
 	readyz bool
+	// podResources, if set, are the pod's pod-level resources
+	// (spec.resources).
+	podResources *corev1.ResourceRequirements
 }
 
 func createLoadPod(t *testing.T, ns string, lp loadPod) string {
@@ -396,6 +399,9 @@ func createLoadPod(t *testing.T, ns string, lp loadPod) string {
 			ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/readyz", Port: intstr.FromInt32(8080)}},
 			PeriodSeconds: 1, FailureThreshold: 1,
 		}
+	}
+	if lp.podResources != nil {
+		pod.Spec.Resources = lp.podResources.DeepCopy()
 	}
 	if lp.node != "" {
 		pod.Spec.NodeSelector = map[string]string{corev1.LabelHostname: lp.node}

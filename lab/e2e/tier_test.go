@@ -74,6 +74,7 @@ var tiers = map[string]string{
 	"TestNamespaceQuota":               tierCore,
 	"TestStartupBoost":                 tierCore,
 	"TestRestartWindow":                tierCore,
+	"TestPodLevelResources":            tierCore,
 	"TestScaleSmoke":                   tierCore,
 	"TestResizeApplied":                tierCore,
 	"TestResizeDeferredTimeoutDeleted": tierCore,
@@ -97,6 +98,7 @@ var tiers = map[string]string{
 	"TestPrometheus":       tierFull,
 	"TestLabInstall":       tierFull,
 	"TestAgentWrites":      tierFull,
+	"TestKwokStages":       tierFull,
 }
 
 // smokeTests are the core tests the smoke tier runs.
@@ -110,6 +112,7 @@ var smokeTests = []string{
 	"TestAdmission",
 	"TestNamespaceQuota",
 	"TestStartupBoost",
+	"TestPodLevelResources",
 }
 
 // e2eTier is the tier this run selected (SNUG_E2E_TIER), "" for all.

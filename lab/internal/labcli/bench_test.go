@@ -25,3 +25,26 @@ func TestBenchAgentFlags(t *testing.T) {
 		})
 	}
 }
+
+// TestBenchScaleFlags: bad flags of bench scale are refused before
+// anything starts (exit 2, no lab).
+func TestBenchScaleFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"bench", "scale", "--nodes", "0"}, "--nodes 0 is out of range [1, 5000]"},
+		{[]string{"bench", "scale", "--pods-per-node", "200"}, "--pods-per-node 200 is out of range [1, 110]"},
+		{[]string{"bench", "scale", "--steady", "1s"}, "the others at least 10s"},
+		{[]string{"bench", "scale", "--step-fraction", "0"}, "--step-fraction 0 is out of range (0, 1]"},
+		{[]string{"bench", "scale", "--max-load", "-1"}, "--max-load -1 must be positive"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := Run(context.Background(), tc.args, &stdout, &stderr)
+			if code != 2 || !strings.Contains(stderr.String(), tc.want) {
+				t.Errorf("exit %d, stderr %q; want exit 2 and %q", code, stderr.String(), tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,250 @@
+package labcli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/snug-dev/snug/internal/cli"
+	"github.com/snug-dev/snug/internal/version"
+	"github.com/snug-dev/snug/lab/internal/lab"
+	"github.com/snug-dev/snug/lab/internal/lab/kwok"
+	"github.com/snug-dev/snug/lab/internal/scale"
+)
+
+// benchScaleOptions configures `snug-lab bench scale`.
+type benchScaleOptions struct {
+	lab                        *lab.Options
+	Nodes                      []int
+	PodsPerNode, PodsPerPolicy int
+	Warmup, Steady             time.Duration
+	StepFraction               float64
+	StepTimeout                time.Duration
+	// MaxLoad is the 1-minute load average per core above which the bench
+	// refuses to start.
+	MaxLoad float64
+	KeepLab bool
+}
+
+func newBenchScaleOptions() *benchScaleOptions {
+	return &benchScaleOptions{
+		lab: lab.NewOptions(), Nodes: []int{50, 100, 200}, PodsPerNode: 30, PodsPerPolicy: 30,
+		Warmup: 2 * time.Minute, Steady: 2 * time.Minute, StepFraction: 0.1, StepTimeout: 3 * time.Minute, MaxLoad: 0.5,
+	}
+}
+
+func (o *benchScaleOptions) AddFlags(fs *pflag.FlagSet) {
+	o.lab.AddFlags(fs)
+	fs.IntSliceVar(&o.Nodes, "nodes", o.Nodes, "node counts to run, in order")
+	fs.IntVar(&o.PodsPerNode, "pods-per-node", o.PodsPerNode, "pods on each kwok node")
+	fs.IntVar(&o.PodsPerPolicy, "pods-per-policy", o.PodsPerPolicy, "pods under each SnugPolicy")
+	fs.DurationVar(&o.Warmup, "warmup", o.Warmup, "time before the steady window (first snapshots, first folds)")
+	fs.DurationVar(&o.Steady, "steady", o.Steady, "the steady window measured")
+	fs.Float64Var(&o.StepFraction, "step-fraction", o.StepFraction, "share of the pods given a 4x CPU step after the steady window")
+	fs.DurationVar(&o.StepTimeout, "step-timeout", o.StepTimeout, "longest wait for the stepped pods' resizes")
+	fs.Float64Var(&o.MaxLoad, "max-load", o.MaxLoad, "refuse to start when the 1-minute load average per core is above this")
+	fs.BoolVar(&o.KeepLab, "keep-lab", o.KeepLab, "leave the lab up afterwards (a lab that was already up is always left up)")
+}
+
+func (o *benchScaleOptions) Validate() error {
+	var errs []error
+	if len(o.Nodes) == 0 {
+		errs = append(errs, errors.New("--nodes names no node count"))
+	}
+	for _, n := range o.Nodes {
+		if n < 1 || n > 5000 {
+			errs = append(errs, fmt.Errorf("--nodes %d is out of range [1, 5000]", n))
+		}
+	}
+	if o.PodsPerNode < 1 || o.PodsPerNode > 110 {
+		errs = append(errs, fmt.Errorf("--pods-per-node %d is out of range [1, 110]", o.PodsPerNode))
+	}
+	if o.PodsPerPolicy < 1 || o.PodsPerPolicy > 10000 {
+		errs = append(errs, fmt.Errorf("--pods-per-policy %d is out of range [1, 10000]", o.PodsPerPolicy))
+	}
+	if o.Warmup < 0 || o.Steady < 10*time.Second || o.StepTimeout < 10*time.Second {
+		errs = append(errs, fmt.Errorf("--warmup %s, --steady %s, --step-timeout %s: the warm-up must not be negative, the others at least 10s", o.Warmup, o.Steady, o.StepTimeout))
+	}
+	if o.StepFraction <= 0 || o.StepFraction > 1 {
+		errs = append(errs, fmt.Errorf("--step-fraction %v is out of range (0, 1]", o.StepFraction))
+	}
+	if o.MaxLoad <= 0 {
+		errs = append(errs, fmt.Errorf("--max-load %v must be positive", o.MaxLoad))
+	}
+	if err := o.lab.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+func newBenchScaleCommand(stdout io.Writer) *cobra.Command {
+	o := newBenchScaleOptions()
+	cmd := &cobra.Command{
+		Use:   "scale [--nodes 50,100,200]",
+		Short: "Measure snug's API traffic, controller cost and resize latency at 50-400 kwok nodes, extrapolated to 1,000 and 5,000",
+		Long: `Brings the lab up (or uses the one that is up), installs snug in-cluster with
+its chart (the controller's two replicas on the lab's node), starts kwok
+(built into the cache) to play the kubelets of kwok nodes, with snug's pod
+stages for the kubelet's part of an in-place resize, and for each --nodes
+count: creates the nodes, one SnugPolicy per --pods-per-policy pods and
+--pods-per-node pods per node, runs a hollow agent per node in this process
+(real agent loops sampled from a steady load), waits --warmup, measures a
+--steady window (snug's writes by kind from the agents' and the controller's
+own counters, the API server's requests and write p99 from its metrics, the
+controller's CPU and RSS, etcd's growth), then steps --step-fraction of the
+pods to 4x their CPU and times each grow until applied. It prints a row per
+count and each linear figure extrapolated to 1,000 and 5,000 nodes.
+
+It refuses to start on a busy machine (--max-load), since its figures would
+be the other work's. docs/scale.md has the method and what kwok does not
+model.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.Validate(); err != nil {
+				return cli.WithExitCode(2, err)
+			}
+			return runBenchScale(cmd.Context(), o, stdout)
+		},
+	}
+	o.AddFlags(cmd.Flags())
+	return cmd
+}
+
+// loadPerCore is the 1-minute load average over the cores.
+func loadPerCore() (float64, error) {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0, err
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 0, fmt.Errorf("/proc/loadavg: %q", b)
+	}
+	l, err := strconv.ParseFloat(f[0], 64)
+	if err != nil {
+		return 0, fmt.Errorf("/proc/loadavg: %w", err)
+	}
+	return l / float64(runtime.NumCPU()), nil
+}
+
+func runBenchScale(ctx context.Context, o *benchScaleOptions, out io.Writer) (err error) {
+	if l, err := loadPerCore(); err != nil {
+		return err
+	} else if l > o.MaxLoad {
+		return fmt.Errorf("the machine is busy: load average %.2f per core, above --max-load %.2f; the bench's figures would be the other work's", l, o.MaxLoad)
+	}
+	lw := &prefixWriter{w: out, prefix: "   "}
+	defer lw.Flush()
+	release, _, err := lab.UpOrReuse(ctx, o.lab, o.KeepLab, lw)
+	lw.Flush()
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, release(context.WithoutCancel(ctx))) }()
+	client, err := o.lab.Client()
+	if err != nil {
+		return err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("finding the snug binary: %w", err)
+	}
+	logDir, err := os.MkdirTemp("", "snug-bench-scale-")
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "snug: installing it in-cluster with its chart (pods' logs in %s at the end)\n", logDir)
+	s, err := installInLab(ctx, client, labInstall{lab: o.lab, binDir: filepath.Dir(exe), logDir: logDir, out: lw})
+	lw.Flush()
+	if err != nil {
+		if s != nil {
+			err = errors.Join(err, s.Stop())
+		}
+		return err
+	}
+	defer func() { err = errors.Join(err, s.Stop()) }()
+	if err := kwok.Up(ctx, o.lab, lw); err != nil {
+		return err
+	}
+	lw.Flush()
+	defer func() { err = errors.Join(err, kwok.Down(o.lab)) }()
+	server := "?"
+	if v, verr := client.Discovery().ServerVersion(); verr == nil {
+		server = v.GitVersion
+	}
+	fmt.Fprintf(out, "snug-lab bench scale: snug %s on Kubernetes %s, kwok v%s, %d cores; nodes %v, %d pods per node, %d per policy; warm-up %s, steady %s, step %.0f%% of the pods to 4x CPU\n",
+		version.Version, server, kwok.Version, runtime.NumCPU(), o.Nodes, o.PodsPerNode, o.PodsPerPolicy, o.Warmup, o.Steady, o.StepFraction*100)
+	cfg, err := clientcmd.BuildConfigFromFlags("", o.lab.Kubeconfig())
+	if err != nil {
+		return err
+	}
+	scrape := func(ctx context.Context) (scale.Scrape, error) {
+		sc := scale.Scrape{At: time.Now()}
+		api, err := client.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+		if err != nil {
+			return sc, fmt.Errorf("reading the API server's metrics: %w", err)
+		}
+		sc.APIServer = string(api)
+		sc.Etcd, _ = httpText(ctx, http.DefaultClient, "http://"+o.lab.NodeIP+":2381/metrics", "")
+		sc.Controller, err = httpText(ctx, s.HTTP, s.ControllerMetricsURL, s.Token)
+		if err != nil {
+			return sc, fmt.Errorf("reading the controller's metrics: %w", err)
+		}
+		return sc, nil
+	}
+	var runs []scale.Figures
+	for _, n := range o.Nodes {
+		fmt.Fprintf(out, "== %d nodes\n", n)
+		f, err := scale.Bench(ctx, scale.BenchOptions{
+			Nodes: n, PodsPerNode: o.PodsPerNode, PodsPerPolicy: o.PodsPerPolicy,
+			Warmup: o.Warmup, Steady: o.Steady, StepFraction: o.StepFraction, StepTimeout: o.StepTimeout,
+			Config: cfg, Scrape: scrape, Log: lw,
+		})
+		lw.Flush()
+		if err != nil {
+			if len(runs) > 0 {
+				scale.PrintTable(out, runs)
+			}
+			return fmt.Errorf("at %d nodes: %w", n, err)
+		}
+		runs = append(runs, f)
+	}
+	scale.PrintTable(out, runs)
+	return nil
+}
+
+// httpText GETs url (with a bearer token, if given) and returns the body.
+func httpText(ctx context.Context, hc *http.Client, url, token string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return "", err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	return string(b), nil
+}

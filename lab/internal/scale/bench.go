@@ -1,0 +1,448 @@
+package scale
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+
+	"github.com/snug-dev/snug/api/v1alpha1"
+	policyclient "github.com/snug-dev/snug/api/v1alpha1/client"
+	"github.com/snug-dev/snug/internal/agent"
+	"github.com/snug-dev/snug/internal/kube"
+	"github.com/snug-dev/snug/lab/internal/lab/kwok"
+)
+
+// BenchOptions configure one run of the scale bench at one node count
+// (docs/scale.md): kwok nodes with pods under InPlace policies, a hollow
+// agent per node in this process, the real controller in the cluster.
+type BenchOptions struct {
+	// Nodes is the node count; PodsPerNode and PodsPerPolicy the pods on
+	// each node and under each policy.
+	Nodes, PodsPerNode, PodsPerPolicy int
+	// Warmup runs before the steady window (every pod's first snapshot and
+	// the controller's first folds); Steady is the window measured.
+	Warmup, Steady time.Duration
+	// StepFraction of the pods get a 4x CPU step after the steady window;
+	// StepTimeout bounds the wait for their resizes.
+	StepFraction float64
+	StepTimeout  time.Duration
+	// Config is the API server's client config (an admin's).
+	Config *rest.Config
+	// Scrape reads the components' metrics at a moment: the API server's,
+	// etcd's and the controller's (the leader's).
+	Scrape func(ctx context.Context) (Scrape, error)
+	// Log receives progress.
+	Log io.Writer
+}
+
+// Scrape is one reading of the components' metrics: each the text
+// exposition format, "" when it could not be read.
+type Scrape struct {
+	At                          time.Time
+	APIServer, Etcd, Controller string
+}
+
+// Figures are one run's results.
+type Figures struct {
+	Nodes, Pods, Policies int
+	// Setup is how long the nodes and pods took to be Running.
+	Setup time.Duration
+	// Steady window: snug's writes per second (the agents', counted by
+	// the fleet; the controller's, from snug_controller_api_requests_total),
+	// by kind, and the busiest node's agent's writes per minute.
+	AgentWrites, ControllerWrites map[Request]float64
+	BusiestNodeWritesPerMin       float64
+	// The API server's requests per second (apiserver_request_total, every
+	// client) and its p99 latency of mutating requests
+	// (apiserver_request_duration_seconds), over the window.
+	APIRequests   float64
+	APIWriteP99   time.Duration
+	ControllerCPU float64 // cores, process_cpu_seconds_total over the window
+	ControllerRSS float64 // bytes, process_resident_memory_bytes at the end
+	// Etcd: its database size at the end and its growth over the window,
+	// per hour (etcd_mvcc_db_total_size_in_use_in_bytes).
+	EtcdBytes, EtcdGrowthPerHour float64
+	// Step: how many pods were stepped, and from the step to each one's
+	// applied CPU grow (its status resources showing a higher CPU limit):
+	// p50, p99, and until 99 % were applied; Applied counts those seen.
+	Stepped, Applied       int
+	StepP50, StepP99, To99 time.Duration
+}
+
+// WritesPerSec sums writes by kind.
+func WritesPerSec(m map[Request]float64) float64 {
+	s := 0.0
+	for _, v := range m {
+		s += v
+	}
+	return s
+}
+
+// Bench runs one node count: it creates the nodes (kwok plays them: run
+// kwok.Up first), the policies and the pods, runs the fleet through a
+// warm-up, a steady window and a CPU step, measures, and deletes what it
+// made.
+func Bench(ctx context.Context, o BenchOptions) (f Figures, err error) {
+	logf := func(format string, args ...any) { fmt.Fprintf(o.Log, format+"\n", args...) }
+	cfg := rest.CopyConfig(o.Config)
+	cfg.QPS, cfg.Burst, cfg.UserAgent = 500, 1000, "snug-lab-bench-scale"
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return f, err
+	}
+	pc, err := policyclient.NewForConfig(cfg)
+	if err != nil {
+		return f, err
+	}
+	f.Nodes, f.Pods = o.Nodes, o.Nodes*o.PodsPerNode
+	f.Policies = (f.Pods + o.PodsPerPolicy - 1) / o.PodsPerPolicy
+	ns := fmt.Sprintf("snug-scale-%d", o.Nodes)
+	nodes := make([]string, o.Nodes)
+	for i := range nodes {
+		nodes[i] = fmt.Sprintf("snug-kwok-%04d", i)
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
+		defer cancel()
+		err = errors.Join(err, cleanup(cctx, cs, ns, nodes, logf))
+	}()
+
+	start := time.Now()
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		return f, fmt.Errorf("creating namespace %s: %w", ns, err)
+	}
+	if err := parallel(ctx, len(nodes), func(i int) error {
+		_, err := cs.CoreV1().Nodes().Create(ctx, kwok.Node(nodes[i], "32", "128Gi", 110), metav1.CreateOptions{})
+		return err
+	}); err != nil {
+		return f, fmt.Errorf("creating kwok nodes: %w", err)
+	}
+	for g := range f.Policies {
+		p := &v1alpha1.SnugPolicy{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("group-%d", g), Namespace: ns},
+			Spec: v1alpha1.SnugPolicySpec{
+				Selector:     &metav1.LabelSelector{MatchLabels: map[string]string{"snug-scale-group": fmt.Sprint(g)}},
+				UpdatePolicy: &v1alpha1.PodUpdatePolicy{UpdateMode: v1alpha1.UpdateModeInPlace},
+			},
+		}
+		if _, err := pc.SnugPolicies(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			return f, fmt.Errorf("creating policy %s: %w", p.Name, err)
+		}
+	}
+	if err := parallel(ctx, f.Pods, func(i int) error {
+		_, err := cs.CoreV1().Pods(ns).Create(ctx, benchPod(i, nodes[i/o.PodsPerNode], o.PodsPerPolicy), metav1.CreateOptions{})
+		return err
+	}); err != nil {
+		return f, fmt.Errorf("creating pods: %w", err)
+	}
+	if err := waitRunning(ctx, cs, ns, f.Pods); err != nil {
+		return f, err
+	}
+	f.Setup = time.Since(start)
+	logf("%d kwok nodes, %d pods Running, %d policies in %.0fs", o.Nodes, f.Pods, f.Policies, f.Setup.Seconds())
+
+	// The stepped pods: every 1/StepFraction-th.
+	every := max(1, int(math.Round(1/o.StepFraction)))
+	var stepAt atomic.Int64 // unix nanos; 0 before the step
+	demand := func(ref agent.ContainerRef) Demand {
+		var i int
+		fmt.Sscanf(ref.Pod, "pod-%d", &i)
+		base := Steady{CPUMillis: 50, MemBytes: 48 << 20}
+		if i%every != 0 {
+			return base
+		}
+		return stepped{base: base, factor: 4, at: &stepAt}
+	}
+	ao := agent.NewOptions()
+	ao.Autoscale = true
+	fleet := &Fleet{Base: o.Config, Nodes: nodes, Options: *ao, Seed: 1, Demand: demand}
+	fctx, stopFleet := context.WithCancel(ctx)
+	fleetErr := make(chan error, 1)
+	go func() { fleetErr <- fleet.Run(fctx) }()
+	defer func() {
+		stopFleet()
+		if ferr := <-fleetErr; ferr != nil {
+			err = errors.Join(err, ferr)
+		}
+	}()
+	if err := wait.PollUntilContextTimeout(ctx, time.Second, 5*time.Minute, true, func(context.Context) (bool, error) {
+		select {
+		case err := <-fleetErr:
+			fleetErr <- err
+			return false, fmt.Errorf("the fleet stopped: %w", err)
+		default:
+		}
+		return fleet.Ready() == len(nodes), nil
+	}); err != nil {
+		return f, fmt.Errorf("waiting for %d hollow agents: %w", len(nodes), err)
+	}
+	logf("%d hollow agents ready; warming up for %s", len(nodes), o.Warmup)
+	if err := sleep(ctx, o.Warmup); err != nil {
+		return f, err
+	}
+
+	// The steady window.
+	before, err := o.Scrape(ctx)
+	if err != nil {
+		return f, err
+	}
+	reqBefore := fleet.Requests()
+	if err := sleep(ctx, o.Steady); err != nil {
+		return f, err
+	}
+	after, err := o.Scrape(ctx)
+	if err != nil {
+		return f, err
+	}
+	reqAfter := fleet.Requests()
+	secs := after.At.Sub(before.At).Seconds()
+	f.AgentWrites = map[Request]float64{}
+	for node, kinds := range reqAfter {
+		nodeWrites := 0.0
+		for r, n := range kinds {
+			if !r.Write() {
+				continue
+			}
+			d := n - reqBefore[node][r]
+			f.AgentWrites[r] += d / secs
+			nodeWrites += d
+		}
+		f.BusiestNodeWritesPerMin = max(f.BusiestNodeWritesPerMin, nodeWrites/secs*60)
+	}
+	f.fromScrapes(before, after)
+	logf("steady %.0fs: snug agents %.2f writes/s, controller %.2f writes/s; API server %.1f requests/s",
+		secs, WritesPerSec(f.AgentWrites), WritesPerSec(f.ControllerWrites), f.APIRequests)
+
+	// The step.
+	f.Stepped = (f.Pods + every - 1) / every
+	applied, err := watchStep(ctx, cs, ns, every, &stepAt, o.StepTimeout)
+	if err != nil {
+		return f, err
+	}
+	f.Applied = len(applied)
+	f.StepP50, f.StepP99 = quantile(applied, 0.5), quantile(applied, 0.99)
+	if need := int(math.Ceil(0.99 * float64(f.Stepped))); len(applied) >= need {
+		f.To99 = applied[need-1]
+	}
+	logf("step: %d of %d stepped pods grown; p50 %.2fs, p99 %.2fs", f.Applied, f.Stepped, f.StepP50.Seconds(), f.StepP99.Seconds())
+	return f, nil
+}
+
+// stepped is a load that becomes factor times base once *at is set.
+type stepped struct {
+	base   Steady
+	factor float64
+	at     *atomic.Int64
+}
+
+// At implements Demand.
+func (s stepped) At(t int) (float64, float64) {
+	c, m := s.base.At(t)
+	if s.at.Load() != 0 && time.Now().UnixNano() >= s.at.Load() {
+		c *= s.factor
+	}
+	return c, m
+}
+
+// benchPod is pod i: 100m/200m cpu, 64Mi/128Mi memory, bound to node,
+// under the policy of its group.
+func benchPod(i int, node string, perPolicy int) *corev1.Pod {
+	rr := corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
+		Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("200m"), corev1.ResourceMemory: resource.MustParse("128Mi")},
+	}
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:   fmt.Sprintf("pod-%05d", i),
+			Labels: map[string]string{"snug-scale-group": fmt.Sprint(i / perPolicy)},
+		},
+		Spec: corev1.PodSpec{
+			NodeName:                      node,
+			Tolerations:                   []corev1.Toleration{kwok.Toleration},
+			TerminationGracePeriodSeconds: ptr.To[int64](0),
+			Containers:                    []corev1.Container{{Name: "app", Image: "kwok", Resources: rr}},
+		},
+	}
+}
+
+// waitRunning waits until n pods of ns are Running.
+func waitRunning(ctx context.Context, cs kubernetes.Interface, ns string, n int) error {
+	last := 0
+	err := wait.PollUntilContextTimeout(ctx, 2*time.Second, 10*time.Minute, true, func(ctx context.Context) (bool, error) {
+		list, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("status.phase", string(corev1.PodRunning)).String(), ResourceVersion: "0"})
+		if err != nil {
+			return false, nil
+		}
+		last = len(list.Items)
+		return last >= n, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for %d pods Running (%d are): %w", n, last, err)
+	}
+	return nil
+}
+
+// watchStep starts the step (sets *at) and returns, sorted, each stepped
+// pod's time from the step to the first version of it whose status shows
+// a CPU limit above its first.
+func watchStep(ctx context.Context, cs kubernetes.Interface, ns string, every int, at *atomic.Int64, timeout time.Duration) ([]time.Duration, error) {
+	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(ns), informers.WithTransform(kube.StripManagedFields))
+	inf := factory.Core().V1().Pods().Informer()
+	var (
+		mu      sync.Mutex
+		start   time.Time
+		applied = map[string]time.Duration{}
+	)
+	stepped := func(p *corev1.Pod) bool {
+		var i int
+		fmt.Sscanf(p.Name, "pod-%d", &i)
+		return i%every == 0
+	}
+	total := 0
+	see := func(obj any) {
+		p, ok := obj.(*corev1.Pod)
+		if !ok || !stepped(p) || len(p.Status.ContainerStatuses) == 0 || p.Status.ContainerStatuses[0].Resources == nil {
+			return
+		}
+		if p.Status.ContainerStatuses[0].Resources.Limits.Cpu().MilliValue() <= 200 {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if _, seen := applied[p.Name]; !seen && !start.IsZero() {
+			applied[p.Name] = time.Since(start)
+		}
+	}
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: see, UpdateFunc: func(_, n any) { see(n) }}); err != nil {
+		return nil, err
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	factory.Start(wctx.Done())
+	if !cache.WaitForCacheSync(wctx.Done(), inf.HasSynced) {
+		return nil, errors.New("watching the stepped pods: cache did not sync")
+	}
+	for _, obj := range inf.GetStore().List() {
+		if stepped(obj.(*corev1.Pod)) {
+			total++
+		}
+	}
+	mu.Lock()
+	start = time.Now()
+	mu.Unlock()
+	at.Store(start.UnixNano())
+	_ = wait.PollUntilContextTimeout(ctx, time.Second, timeout, true, func(context.Context) (bool, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(applied) >= total, nil
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	out := make([]time.Duration, 0, len(applied))
+	for _, d := range applied {
+		out = append(out, d)
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// quantile of sorted durations (nearest rank); 0 for none.
+func quantile(sorted []time.Duration, q float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(math.Ceil(q*float64(len(sorted)))) - 1
+	return sorted[min(max(i, 0), len(sorted)-1)]
+}
+
+// parallel runs f(0..n-1), 16 at a time, and returns the first error.
+func parallel(ctx context.Context, n int, f func(i int) error) error {
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first error
+	)
+	sem := make(chan struct{}, 16)
+	for i := range n {
+		if ctx.Err() != nil {
+			break
+		}
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if err := f(i); err != nil {
+				mu.Lock()
+				if first == nil {
+					first = err
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(first, ctx.Err())
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+		return nil
+	}
+}
+
+// cleanup deletes the bench's pods (at once: kwok confirms nothing),
+// namespace and nodes.
+func cleanup(ctx context.Context, cs kubernetes.Interface, ns string, nodes []string, logf func(string, ...any)) error {
+	var errs []error
+	if err := cs.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}, metav1.ListOptions{}); err != nil {
+		errs = append(errs, fmt.Errorf("deleting the bench's pods: %w", err))
+	}
+	if err := cs.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
+		errs = append(errs, fmt.Errorf("deleting namespace %s: %w", ns, err))
+	}
+	errs = append(errs, parallel(ctx, len(nodes), func(i int) error {
+		err := cs.CoreV1().Nodes().Delete(ctx, nodes[i], metav1.DeleteOptions{})
+		if err != nil && !isNotFound(err) {
+			return err
+		}
+		return nil
+	}))
+	logf("deleted the bench's pods, namespace and %d nodes", len(nodes))
+	return errors.Join(errs...)
+}
+
+// sortedKinds returns the kinds of m, by rate, largest first.
+func sortedKinds(m map[Request]float64) []Request {
+	out := make([]Request, 0, len(m))
+	for r := range m {
+		out = append(out, r)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if m[out[i]] != m[out[j]] {
+			return m[out[i]] > m[out[j]]
+		}
+		return out[i].Verb+out[i].Resource < out[j].Verb+out[j].Resource
+	})
+	return out
+}

@@ -1,0 +1,288 @@
+package scale
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+)
+
+func isNotFound(err error) bool { return apierrors.IsNotFound(err) }
+
+// families parses the text exposition format; nil for "" or bad text.
+func families(text string) map[string]*dto.MetricFamily {
+	if text == "" {
+		return nil
+	}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(strings.NewReader(text))
+	if err != nil {
+		return nil
+	}
+	return fams
+}
+
+func label(m *dto.Metric, name string) string {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
+	}
+	return ""
+}
+
+// sum adds up a counter or gauge family's samples whose labels keep says
+// to keep (nil keeps all).
+func sum(fams map[string]*dto.MetricFamily, name string, keep func(*dto.Metric) bool) float64 {
+	f := fams[name]
+	if f == nil {
+		return 0
+	}
+	s := 0.0
+	for _, m := range f.GetMetric() {
+		if keep != nil && !keep(m) {
+			continue
+		}
+		switch {
+		case m.Counter != nil:
+			s += m.GetCounter().GetValue()
+		case m.Gauge != nil:
+			s += m.GetGauge().GetValue()
+		case m.Untyped != nil:
+			s += m.GetUntyped().GetValue()
+		}
+	}
+	return s
+}
+
+// byKind adds up a request counter family by (verb, resource).
+func byKind(fams map[string]*dto.MetricFamily, name string) map[Request]float64 {
+	out := map[Request]float64{}
+	f := fams[name]
+	if f == nil {
+		return out
+	}
+	for _, m := range f.GetMetric() {
+		r := Request{Verb: label(m, "verb"), Resource: label(m, "resource")}
+		out[r] += m.GetCounter().GetValue()
+	}
+	return out
+}
+
+// buckets adds up a histogram family's cumulative buckets, by upper bound,
+// over its samples keep keeps.
+func buckets(fams map[string]*dto.MetricFamily, name string, keep func(*dto.Metric) bool) map[float64]float64 {
+	out := map[float64]float64{}
+	f := fams[name]
+	if f == nil {
+		return out
+	}
+	for _, m := range f.GetMetric() {
+		if keep != nil && !keep(m) {
+			continue
+		}
+		for _, b := range m.GetHistogram().GetBucket() {
+			out[b.GetUpperBound()] += float64(b.GetCumulativeCount())
+		}
+	}
+	return out
+}
+
+// histogramQuantile is Prometheus' histogram_quantile over the
+// difference of two cumulative bucket sets (linear within a bucket).
+func histogramQuantile(q float64, before, after map[float64]float64) float64 {
+	bounds := make([]float64, 0, len(after))
+	for le := range after {
+		bounds = append(bounds, le)
+	}
+	sort.Float64s(bounds)
+	if len(bounds) == 0 {
+		return math.NaN()
+	}
+	counts := make([]float64, len(bounds))
+	for i, le := range bounds {
+		counts[i] = after[le] - before[le]
+	}
+	total := counts[len(counts)-1]
+	if total <= 0 {
+		return math.NaN()
+	}
+	rank := q * total
+	lower, prev := 0.0, 0.0
+	for i, le := range bounds {
+		if counts[i] >= rank {
+			if math.IsInf(le, 1) {
+				return lower
+			}
+			if counts[i] == prev {
+				return le
+			}
+			return lower + (le-lower)*(rank-prev)/(counts[i]-prev)
+		}
+		lower, prev = le, counts[i]
+	}
+	return bounds[len(bounds)-1]
+}
+
+func writeVerb(m *dto.Metric) bool {
+	switch strings.ToUpper(label(m, "verb")) {
+	case "POST", "PUT", "PATCH", "DELETE", "DELETECOLLECTION", "CREATE", "UPDATE":
+		return true
+	}
+	return false
+}
+
+// fromScrapes fills the figures the metrics give over the window between
+// two scrapes.
+func (f *Figures) fromScrapes(before, after Scrape) {
+	secs := after.At.Sub(before.At).Seconds()
+	if secs <= 0 {
+		return
+	}
+	ab, aa := families(before.APIServer), families(after.APIServer)
+	f.APIRequests = (sum(aa, "apiserver_request_total", nil) - sum(ab, "apiserver_request_total", nil)) / secs
+	if p := histogramQuantile(0.99, buckets(ab, "apiserver_request_duration_seconds", writeVerb), buckets(aa, "apiserver_request_duration_seconds", writeVerb)); !math.IsNaN(p) {
+		f.APIWriteP99 = time.Duration(p * float64(time.Second))
+	}
+	cb, ca := families(before.Controller), families(after.Controller)
+	f.ControllerWrites = map[Request]float64{}
+	kb := byKind(cb, "snug_controller_api_requests_total")
+	for r, n := range byKind(ca, "snug_controller_api_requests_total") {
+		if r.Write() && n > kb[r] {
+			f.ControllerWrites[r] = (n - kb[r]) / secs
+		}
+	}
+	f.ControllerCPU = (sum(ca, "process_cpu_seconds_total", nil) - sum(cb, "process_cpu_seconds_total", nil)) / secs
+	f.ControllerRSS = sum(ca, "process_resident_memory_bytes", nil)
+	eb, ea := families(before.Etcd), families(after.Etcd)
+	const db = "etcd_mvcc_db_total_size_in_use_in_bytes"
+	f.EtcdBytes = sum(ea, db, nil)
+	f.EtcdGrowthPerHour = (sum(ea, db, nil) - sum(eb, db, nil)) / secs * 3600
+}
+
+// Fit is a least-squares line y = A + B*x.
+type Fit struct{ A, B float64 }
+
+// At is the line's value at x.
+func (l Fit) At(x float64) float64 { return l.A + l.B*x }
+
+// FitLine fits y against x by least squares; with one point, a line
+// through it and the origin.
+func FitLine(xs, ys []float64) Fit {
+	n := float64(len(xs))
+	switch len(xs) {
+	case 0:
+		return Fit{}
+	case 1:
+		if xs[0] == 0 {
+			return Fit{A: ys[0]}
+		}
+		return Fit{B: ys[0] / xs[0]}
+	}
+	var sx, sy, sxx, sxy float64
+	for i := range xs {
+		sx += xs[i]
+		sy += ys[i]
+		sxx += xs[i] * xs[i]
+		sxy += xs[i] * ys[i]
+	}
+	d := n*sxx - sx*sx
+	if d == 0 {
+		return Fit{A: sy / n}
+	}
+	b := (n*sxy - sx*sy) / d
+	return Fit{A: (sy - b*sx) / n, B: b}
+}
+
+// column is one figure of the table: how to read it off a run, and how it
+// is shown.
+type column struct {
+	name   string
+	get    func(Figures) float64
+	format func(float64) string
+	// fit: extrapolate it linearly in the node count.
+	fit bool
+}
+
+func num(prec int) func(float64) string {
+	return func(v float64) string { return strconv.FormatFloat(v, 'f', prec, 64) }
+}
+
+func seconds(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) + "s" }
+
+func mib(v float64) string { return strconv.FormatFloat(v/(1<<20), 'f', 1, 64) + "Mi" }
+
+var columns = []column{
+	{"pods", func(f Figures) float64 { return float64(f.Pods) }, num(0), true},
+	{"policies", func(f Figures) float64 { return float64(f.Policies) }, num(0), true},
+	{"agent writes/s", func(f Figures) float64 { return WritesPerSec(f.AgentWrites) }, num(2), true},
+	{"controller writes/s", func(f Figures) float64 { return WritesPerSec(f.ControllerWrites) }, num(2), true},
+	{"busiest node writes/min", func(f Figures) float64 { return f.BusiestNodeWritesPerMin }, num(1), false},
+	{"API server req/s", func(f Figures) float64 { return f.APIRequests }, num(1), true},
+	{"API write p99", func(f Figures) float64 { return f.APIWriteP99.Seconds() }, seconds, false},
+	{"controller cores", func(f Figures) float64 { return f.ControllerCPU }, num(3), true},
+	{"controller RSS", func(f Figures) float64 { return f.ControllerRSS }, mib, true},
+	{"etcd growth/h", func(f Figures) float64 { return f.EtcdGrowthPerHour }, mib, true},
+	{"step applied", func(f Figures) float64 { return float64(f.Applied) }, num(0), false},
+	{"step p50", func(f Figures) float64 { return f.StepP50.Seconds() }, seconds, false},
+	{"step p99", func(f Figures) float64 { return f.StepP99.Seconds() }, seconds, false},
+	{"step to 99%", func(f Figures) float64 { return f.To99.Seconds() }, seconds, false},
+}
+
+// Extrapolated are the node counts the table extrapolates to.
+var Extrapolated = []int{1000, 5000}
+
+// PrintTable writes the runs, one row per node count, then each linear
+// figure's fit extrapolated to 1,000 and 5,000 nodes, and the writes by
+// kind of the largest run.
+func PrintTable(out io.Writer, runs []Figures) {
+	fmt.Fprintf(out, "%-26s", "nodes")
+	for _, r := range runs {
+		fmt.Fprintf(out, "%12d", r.Nodes)
+	}
+	for _, n := range Extrapolated {
+		fmt.Fprintf(out, "%12s", fmt.Sprintf("~%d", n))
+	}
+	fmt.Fprintln(out)
+	xs := make([]float64, len(runs))
+	for i, r := range runs {
+		xs[i] = float64(r.Nodes)
+	}
+	for _, c := range columns {
+		fmt.Fprintf(out, "%-26s", c.name)
+		ys := make([]float64, len(runs))
+		for i, r := range runs {
+			ys[i] = c.get(r)
+			fmt.Fprintf(out, "%12s", c.format(ys[i]))
+		}
+		if c.fit {
+			l := FitLine(xs, ys)
+			for _, n := range Extrapolated {
+				fmt.Fprintf(out, "%12s", c.format(l.At(float64(n))))
+			}
+		}
+		fmt.Fprintln(out)
+	}
+	fmt.Fprintln(out, "(~N: the least-squares line through the runs, in the node count, at N nodes; 30 pods per node as run)")
+	if len(runs) == 0 {
+		return
+	}
+	last := runs[len(runs)-1]
+	fmt.Fprintf(out, "writes by kind at %d nodes (per second):\n", last.Nodes)
+	for _, who := range []struct {
+		name string
+		m    map[Request]float64
+	}{{"agents", last.AgentWrites}, {"controller", last.ControllerWrites}} {
+		for _, r := range sortedKinds(who.m) {
+			fmt.Fprintf(out, "  %-10s %-7s %-28s %8.3f\n", who.name, r.Verb, r.Resource, who.m[r])
+		}
+	}
+}

@@ -1,0 +1,113 @@
+package scale
+
+import (
+	"bytes"
+	"math"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestFitLine(t *testing.T) {
+	l := FitLine([]float64{50, 100, 200}, []float64{7, 12, 22})
+	if math.Abs(l.A-2) > 1e-9 || math.Abs(l.B-0.1) > 1e-9 {
+		t.Errorf("FitLine = %+v, want A 2, B 0.1", l)
+	}
+	if got := l.At(1000); math.Abs(got-102) > 1e-9 {
+		t.Errorf("At(1000) = %v, want 102", got)
+	}
+	if l := FitLine([]float64{50}, []float64{5}); l.At(100) != 10 {
+		t.Errorf("one point: At(100) = %v, want 10 (through the origin)", l.At(100))
+	}
+}
+
+func TestHistogramQuantile(t *testing.T) {
+	before := map[float64]float64{0.1: 10, 0.5: 10, 1: 10, math.Inf(1): 10}
+	// 100 more requests: 90 under 0.1s, 9 in (0.1, 0.5], 1 in (0.5, 1].
+	after := map[float64]float64{0.1: 100, 0.5: 109, 1: 110, math.Inf(1): 110}
+	if got := histogramQuantile(0.5, before, after); math.Abs(got-0.1*50/90) > 1e-9 {
+		t.Errorf("p50 = %v, want %v", got, 0.1*50/90)
+	}
+	if got := histogramQuantile(0.99, before, after); math.Abs(got-0.5) > 1e-9 {
+		t.Errorf("p99 = %v, want 0.5 (the 99th request is the last of (0.1, 0.5])", got)
+	}
+	if got := histogramQuantile(0.99, after, after); !math.IsNaN(got) {
+		t.Errorf("no requests: %v, want NaN", got)
+	}
+}
+
+const apiBefore = `# TYPE apiserver_request_total counter
+apiserver_request_total{verb="GET",resource="pods",code="200"} 100
+apiserver_request_total{verb="PATCH",resource="pods",code="200"} 10
+# TYPE apiserver_request_duration_seconds histogram
+apiserver_request_duration_seconds_bucket{verb="PATCH",le="0.05"} 10
+apiserver_request_duration_seconds_bucket{verb="PATCH",le="0.1"} 10
+apiserver_request_duration_seconds_bucket{verb="PATCH",le="+Inf"} 10
+apiserver_request_duration_seconds_sum{verb="PATCH"} 0.1
+apiserver_request_duration_seconds_count{verb="PATCH"} 10
+apiserver_request_duration_seconds_bucket{verb="GET",le="0.05"} 100
+apiserver_request_duration_seconds_bucket{verb="GET",le="0.1"} 100
+apiserver_request_duration_seconds_bucket{verb="GET",le="+Inf"} 100
+apiserver_request_duration_seconds_sum{verb="GET"} 1
+apiserver_request_duration_seconds_count{verb="GET"} 100
+`
+
+const apiAfter = `# TYPE apiserver_request_total counter
+apiserver_request_total{verb="GET",resource="pods",code="200"} 700
+apiserver_request_total{verb="PATCH",resource="pods",code="200"} 70
+# TYPE apiserver_request_duration_seconds histogram
+apiserver_request_duration_seconds_bucket{verb="PATCH",le="0.05"} 10
+apiserver_request_duration_seconds_bucket{verb="PATCH",le="0.1"} 70
+apiserver_request_duration_seconds_bucket{verb="PATCH",le="+Inf"} 70
+apiserver_request_duration_seconds_sum{verb="PATCH"} 5
+apiserver_request_duration_seconds_count{verb="PATCH"} 70
+apiserver_request_duration_seconds_bucket{verb="GET",le="0.05"} 700
+apiserver_request_duration_seconds_bucket{verb="GET",le="0.1"} 700
+apiserver_request_duration_seconds_bucket{verb="GET",le="+Inf"} 700
+apiserver_request_duration_seconds_sum{verb="GET"} 7
+apiserver_request_duration_seconds_count{verb="GET"} 700
+`
+
+func TestFiguresFromScrapes(t *testing.T) {
+	t0 := time.Date(2026, 12, 6, 0, 0, 0, 0, time.UTC)
+	ctl := func(patches, cpu, rss float64) string {
+		return "# TYPE snug_controller_api_requests_total counter\n" +
+			`snug_controller_api_requests_total{verb="patch",resource="snugpolicies/status"} ` + ftoa(patches) + "\n" +
+			`snug_controller_api_requests_total{verb="list",resource="pods"} 5` + "\n" +
+			"# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total " + ftoa(cpu) + "\n" +
+			"# TYPE process_resident_memory_bytes gauge\nprocess_resident_memory_bytes " + ftoa(rss) + "\n"
+	}
+	etcd := func(b float64) string {
+		return "# TYPE etcd_mvcc_db_total_size_in_use_in_bytes gauge\netcd_mvcc_db_total_size_in_use_in_bytes " + ftoa(b) + "\n"
+	}
+	var f Figures
+	f.fromScrapes(
+		Scrape{At: t0, APIServer: apiBefore, Controller: ctl(10, 1, 100<<20), Etcd: etcd(1 << 20)},
+		Scrape{At: t0.Add(time.Minute), APIServer: apiAfter, Controller: ctl(70, 7, 120<<20), Etcd: etcd(2 << 20)},
+	)
+	if f.APIRequests != 11 {
+		t.Errorf("API requests/s %v, want 660/60 = 11", f.APIRequests)
+	}
+	if f.APIWriteP99 != 99500*time.Microsecond {
+		t.Errorf("API write p99 %v, want 99.5ms (every new PATCH in (0.05, 0.1], linear within it)", f.APIWriteP99)
+	}
+	if got := WritesPerSec(f.ControllerWrites); got != 1 {
+		t.Errorf("controller writes/s %v, want 1 (list is not a write)", got)
+	}
+	if f.ControllerCPU != 0.1 || f.ControllerRSS != 120<<20 {
+		t.Errorf("controller %v cores, RSS %v, want 0.1 and 120Mi", f.ControllerCPU, f.ControllerRSS)
+	}
+	if f.EtcdBytes != 2<<20 || f.EtcdGrowthPerHour != 60<<20 {
+		t.Errorf("etcd %v bytes, %v/h, want 2Mi and 60Mi/h", f.EtcdBytes, f.EtcdGrowthPerHour)
+	}
+	var out bytes.Buffer
+	PrintTable(&out, []Figures{f})
+	for _, want := range []string{"controller writes/s", "~1000", "snugpolicies/status"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+func ftoa(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
