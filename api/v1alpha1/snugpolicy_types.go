@@ -245,12 +245,14 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(self.minAllowed) || !has(self.maxAllowed) || !has(self.minAllowed.cpu) || !has(self.maxAllowed.cpu) || !isQuantity(string(self.minAllowed.cpu)) || !isQuantity(string(self.maxAllowed.cpu)) || quantity(string(self.minAllowed.cpu)).compareTo(quantity(string(self.maxAllowed.cpu))) <= 0",message="minAllowed.cpu must not be above maxAllowed.cpu",fieldPath=".minAllowed.cpu"
 // +kubebuilder:validation:XValidation:rule="!has(self.minAllowed) || !has(self.maxAllowed) || !has(self.minAllowed.memory) || !has(self.maxAllowed.memory) || !isQuantity(string(self.minAllowed.memory)) || !isQuantity(string(self.maxAllowed.memory)) || quantity(string(self.minAllowed.memory)).compareTo(quantity(string(self.maxAllowed.memory))) <= 0",message="minAllowed.memory must not be above maxAllowed.memory",fieldPath=".minAllowed.memory"
 type ContainerResourcePolicy struct {
-	// containerName is the name of the container the rule is for, or "*" for
-	// every container that no other entry names.
+	// containerName is the name of the container the rule is for, "*" for
+	// every container that no other entry names, or "_pod" for the pod's
+	// pod-level resources (spec.resources; without a "_pod" entry they
+	// follow "*").
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
-	// +kubebuilder:validation:XValidation:rule="self == '*' || self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="containerName must be a container's name (lowercase letters, digits and '-') or \"*\""
+	// +kubebuilder:validation:XValidation:rule="self == '*' || self == '_pod' || self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="containerName must be a container's name (lowercase letters, digits and '-'), \"*\" or \"_pod\" (the pod-level resources)"
 	ContainerName string `json:"containerName"`
 
 	// mode is Auto to let snug change the container, Off to leave it alone

@@ -227,7 +227,9 @@ func (a *Actuator) Revert(ctx context.Context, pod *corev1.Pod, o ApplyOptions) 
 }
 
 // actualPlan is what a revert asks for: every container that reports
-// actual resources, at those resources.
+// actual resources, at those resources, and the pod level at what the
+// kubelet reports applied (resize.PodLevelActual; a value it does not
+// report stays as the spec has it, as resize.Revert leaves it).
 func actualPlan(pod *corev1.Pod) []resize.ContainerPlan {
 	var want []resize.ContainerPlan
 	for _, list := range [][]corev1.ContainerStatus{pod.Status.ContainerStatuses, pod.Status.InitContainerStatuses} {
@@ -236,6 +238,20 @@ func actualPlan(pod *corev1.Pod) []resize.ContainerPlan {
 				want = append(want, resize.ContainerPlan{Name: st.Name, Requests: st.Resources.Requests, Limits: st.Resources.Limits})
 			}
 		}
+	}
+	if a := resize.PodLevelActual(pod); a != nil {
+		merged := func(spec, got corev1.ResourceList) corev1.ResourceList {
+			out := spec.DeepCopy()
+			for name, q := range got {
+				if out == nil {
+					out = corev1.ResourceList{}
+				}
+				out[name] = q
+			}
+			return out
+		}
+		want = append(want, resize.ContainerPlan{Name: resize.PodLevel, PodLevel: true, Index: -1,
+			Requests: merged(pod.Spec.Resources.Requests, a.Requests), Limits: merged(pod.Spec.Resources.Limits, a.Limits)})
 	}
 	return want
 }

@@ -229,6 +229,16 @@ func TestActualPlan(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("actualPlan (-want +got):\n%s", diff)
 	}
+	// The pod level: allocated requests, the pod cgroup's limits.
+	p.Spec.Containers[0].Resources = corev1.ResourceRequirements{}
+	p.Status.ContainerStatuses = nil
+	p.Spec.Resources = &corev1.ResourceRequirements{Requests: rl("700m", "128Mi"), Limits: rl("1400m", "256Mi")}
+	p.Status.AllocatedResources = rl("250m", "128Mi")
+	p.Status.Resources = &corev1.ResourceRequirements{Requests: rl("250m", "100Mi"), Limits: rl("500m", "256Mi")}
+	want = []resize.ContainerPlan{{Name: resize.PodLevel, PodLevel: true, Index: -1, Requests: rl("250m", "128Mi"), Limits: rl("500m", "256Mi")}}
+	if diff := cmp.Diff(want, actualPlan(p)); diff != "" {
+		t.Errorf("actualPlan of the pod level (-want +got):\n%s", diff)
+	}
 }
 
 func TestObservePodLevel(t *testing.T) {

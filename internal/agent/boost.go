@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"time"
 
@@ -191,6 +192,12 @@ func boostDone(b *boostState, spec *corev1.Container, st *corev1.ContainerStatus
 // boost starts only under a policy that resizes.
 func (d *Decider) handleBoost(ctx context.Context, log logr.Logger, st *podState, pod *corev1.Pod, now time.Time) bool {
 	if d.sender == nil || st.phase == phaseInFlight {
+		return false
+	}
+	if slices.Contains(podLevelSet(pod), corev1.ResourceCPU) {
+		// The pod's cpu is sized at the pod level: a container's boost
+		// would stay under the pod cgroup's limit (docs/agent.md,
+		// "Pod-level resources").
 		return false
 	}
 	var ends, starts resize.Wish

@@ -335,3 +335,19 @@ func TestDeciderStartupBoostBeforeTheFirstSample(t *testing.T) {
 		d.Wait()
 	})
 }
+
+// TestDeciderStartupBoostNotForPodLevelCPU: a pod whose cpu is set at the
+// pod level gets no container boost: it would stay under the pod
+// cgroup's limit, and the container's own cpu request could break the
+// pod-level rules.
+func TestDeciderStartupBoostNotForPodLevelCPU(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		pod := startingPod(time.Now(), true)
+		pod.Spec.Resources = &corev1.ResourceRequirements{Requests: rl("100m", ""), Limits: rl("200m", "")}
+		_, d, fk := newTestDecider(t, false, []*corev1.Pod{pod}, boostPolicy(5))
+		pass(t, d, fk, 100)
+		if n := len(fk.patches); n != 0 {
+			t.Fatalf("%d patches, want no boost: %s", n, fk.patches[0])
+		}
+	})
+}

@@ -352,6 +352,10 @@ func (d *Decider) Observe(ctx context.Context, ref ContainerRef, p Point) {
 	if oom {
 		cs.oomInstance = ref.ContainerID
 	}
+	if ref.Container != resize.PodLevel && d.podLevelOff == "" {
+		dec = holdPodLevel(pod, dec, actual)
+		cs.last = dec
+	}
 	if held, ok := holdRestarting(pod, ref.Container, dec, actual); !ok {
 		cs.restartIdle(ref, p.Time)
 	} else if !d.restartGoes(st, cs, pod, ref, status, dec, actual, p.Time) {
@@ -657,8 +661,7 @@ func (d *Decider) plan(ctx context.Context, log logr.Logger, st *podState, pod *
 	}
 	slices.Sort(names)
 	var why []string
-	sized := podLevelSet(pod)
-	if sized != nil && d.podLevelOff != "" {
+	if st.podLevel != "" && d.podLevelOff != "" {
 		// The cluster does not resize pods with pod-level resources, not
 		// even their containers.
 		d.notePodLevelOff(log, st, pod)
@@ -684,8 +687,8 @@ func (d *Decider) plan(ctx context.Context, log logr.Logger, st *podState, pod *
 			t[corev1.ResourceMemory] = *resource.NewQuantity(c.Request, resource.BinarySI)
 			why = append(why, fmt.Sprintf("%s memory %s: %s", resize.DisplayName(name), c.Action, c.Reason))
 		}
-		if name != resize.PodLevel {
-			withoutPodLevel(t, sized)
+		if name == resize.PodLevel {
+			podLevelTarget(pod, t)
 		}
 		if len(t) == 0 {
 			continue

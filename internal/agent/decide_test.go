@@ -680,6 +680,14 @@ func TestDeciderResizesPodLevelResources(t *testing.T) {
 		}
 		if cv := d.View(pod.UID, "app"); cv == nil || !strings.Contains(cv.Note, "at the pod level") {
 			t.Errorf("container view %+v, want a note that the pod level sizes it", cv)
+		} else if c := cv.LastDecision.CPU; c.Action != "Hold" || c.Why != "PodLevel" {
+			t.Errorf("container's cpu decision %+v, want Hold PodLevel: the pod level sizes it", c)
+		}
+		// A grow of the pod level alone is a grow: the namespace's quotas
+		// are read before it.
+		if !planGrows(pod, &resize.Plan{Containers: []resize.ContainerPlan{{Name: resize.PodLevel, PodLevel: true,
+			Requests: rl("500m", "128Mi"), Limits: rl("1", "256Mi")}}}) {
+			t.Error("planGrows: a pod-level grow is no grow")
 		}
 	})
 }

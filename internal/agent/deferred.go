@@ -269,7 +269,12 @@ func allContainers(pod *corev1.Pod) []*corev1.Container {
 	return out
 }
 
+// specOf is the spec's resources of the named container, or the pod's
+// pod-level resources for resize.PodLevel; nil if there are none.
 func specOf(pod *corev1.Pod, name string) *corev1.ResourceRequirements {
+	if name == resize.PodLevel {
+		return pod.Spec.Resources
+	}
 	for _, c := range allContainers(pod) {
 		if c.Name == name {
 			return &c.Resources

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/go-logr/logr"
@@ -72,12 +73,36 @@ func podLevelUnsupported(msg string) bool {
 		strings.Contains(msg, "InPlacePodLevelResourcesVerticalScaling is disabled")
 }
 
-// withoutPodLevel drops from a container's target the resources its pod
-// sets at the pod level: those are sized on the pod level.
-func withoutPodLevel(t corev1.ResourceList, set []corev1.ResourceName) {
-	for _, r := range set {
-		delete(t, r)
+// podLevelTarget keeps of the pod level's target only what the pod sets
+// at the pod level, less what a pod-level limit change would restart a
+// container for (resize.PodLevelRestarts: restart windows are per
+// container): the planner changes pod-level values, never adds one.
+func podLevelTarget(pod *corev1.Pod, t corev1.ResourceList) {
+	set := podLevelSet(pod)
+	for r := range t {
+		if !slices.Contains(set, r) || resize.PodLevelRestarts(pod, r) != "" {
+			delete(t, r)
+		}
 	}
+}
+
+// holdPodLevel holds a container's changes of the resources its pod sets
+// at the pod level (WhyPodLevel): they are sized on the pod level, and a
+// container's own wish for them (a restart window among them) would never
+// be sent.
+func holdPodLevel(pod *corev1.Pod, dec recommend.Decision, actual recommend.Resources) recommend.Decision {
+	for _, r := range podLevelSet(pod) {
+		ch, request, limit, memory := &dec.CPU, actual.CPURequestMillis, actual.CPULimitMillis, false
+		if r == corev1.ResourceMemory {
+			ch, request, limit, memory = &dec.Memory, actual.MemRequestBytes, actual.MemLimitBytes, true
+		}
+		if ch.Action == recommend.Hold {
+			continue
+		}
+		*ch = recommend.Change{Action: recommend.Hold, Request: request, Limit: limit,
+			Reason: recommend.Reason{Why: recommend.WhyPodLevel, Memory: memory, Request: request}}
+	}
+	return dec
 }
 
 // notePodLevelOff says once per pod (an event and the log) that the

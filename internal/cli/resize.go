@@ -337,6 +337,9 @@ func scaleLimit(name corev1.ResourceName, req, oldReq, oldLim resource.Quantity)
 func (o *resizeOptions) plannerOptions() resize.Options {
 	opts := resize.DefaultOptions()
 	opts.AllowRestart = o.allowRestart
+	// A pod with pod-level resources: planned, and the API server says
+	// whether the cluster resizes such pods (1.36+ by default).
+	opts.PodLevelResize = true
 	switch {
 	case o.capToNode:
 		opts.NoRoom = resize.NoRoomCap

@@ -71,6 +71,11 @@ func mayEvict(r evictRules, pod *corev1.Pod, pods []*corev1.Pod, now time.Time) 
 	if pod.DeletionTimestamp != nil {
 		return verdict{why: "the pod is being deleted"}
 	}
+	if rr := pod.Spec.Resources; rr != nil && (len(rr.Requests) > 0 || len(rr.Limits) > 0) {
+		// Its replacement would come back at the template's pod-level
+		// values: the webhook sizes containers only.
+		return verdict{why: "the pod sets pod-level resources, which an eviction would not resize"}
+	}
 	since, ok := policy.DeferredSince(pod)
 	if !ok {
 		return verdict{why: "the pod has no deferred resize"}

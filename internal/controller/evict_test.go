@@ -5,6 +5,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -45,6 +46,11 @@ func TestMayEvict(t *testing.T) {
 			deferredOld, []*corev1.Pod{deferredOld}, true, 0},
 		{"another pod is being deleted: one at a time", evict, deferredOld,
 			[]*corev1.Pod{deferredOld, sibling, tb.Pod("c").LabelSet(l).Ready().Deleting().Get()}, false, 0},
+		{"pod-level resources: an eviction would not resize them", evict, func() *corev1.Pod {
+			p := tb.Pod("a").LabelSet(l).Ready().DeferredSince(old).Get()
+			p.Spec.Resources = &corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}
+			return p
+		}(), []*corev1.Pod{sibling, sibling}, false, 0},
 		{"the pod itself is being deleted", evict, tb.Pod("a").LabelSet(l).Ready().DeferredSince(old).Deleting().Get(), []*corev1.Pod{sibling, sibling}, false, 0},
 	}
 	for _, tt := range tests {

@@ -110,6 +110,7 @@ const (
 	// Held by the caller.
 	WhyStartupBoost    // the container runs a startup boost; its cpu is the boost's until it ends
 	WhyRestartRequired // the resource's resizePolicy is RestartContainer: an in-place change would restart the container
+	WhyPodLevel        // the pod sizes the resource at the pod level (spec.resources), not per container
 )
 
 var whyNames = [...]string{
@@ -141,6 +142,7 @@ var whyNames = [...]string{
 	WhyTiedLimit:       "TiedLimit",
 	WhyStartupBoost:    "StartupBoost",
 	WhyRestartRequired: "RestartRequired",
+	WhyPodLevel:        "PodLevel",
 }
 
 // String returns the reason's name, such as "Throttled".
@@ -244,6 +246,8 @@ func (r Reason) String() string {
 		return fmt.Sprintf("cpu held at %s: the container runs its startup boost", r.q(r.Request))
 	case WhyRestartRequired:
 		return fmt.Sprintf("%s wants %s but is held at request %s: its resizePolicy is RestartContainer, so a resize would restart the container", r.res(), r.q(r.Value), r.q(r.Request))
+	case WhyPodLevel:
+		return fmt.Sprintf("%s held at request %s: the pod sizes its %s at the pod level", r.res(), r.q(r.Request), r.res())
 	}
 	return r.Why.String()
 }

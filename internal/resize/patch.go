@@ -110,7 +110,8 @@ func buildPatch(edits []containerEdit) ([]byte, error) {
 // Revert returns a JSON patch for the resize subresource that sets the cpu
 // and memory requests and limits of every regular and sidecar container back
 // to its actual resources (status.containerStatuses[].resources and
-// status.initContainerStatuses[].resources). Send it to clear an Infeasible
+// status.initContainerStatuses[].resources), and pod-level resources back to
+// what the kubelet reports applied (PodLevelActual). Send it to clear an Infeasible
 // resize, which the kubelet never retries. The patch starts with test
 // operations, like a Plan's.
 //
@@ -164,6 +165,11 @@ func Revert(pod *corev1.Pod) ([]byte, error) {
 		if err := add(&pod.Spec.InitContainers[i], &reverted.Spec.InitContainers[i], true, i); err != nil {
 			return nil, err
 		}
+	}
+	if e, err := revertPodLevel(pod, reverted); err != nil {
+		return nil, err
+	} else if e != nil {
+		edits = append(edits, *e)
 	}
 	if len(edits) == 0 {
 		return nil, nil

@@ -258,6 +258,10 @@ func (t *target) changed() bool { return t.next != t.cur }
 //     A pod-level limit change that would restart a container (one with
 //     RestartContainer for it and no limit of its own, which inherits the
 //     pod's) is always refused.
+//  9. Pod-level values are only changed, never added (a resource the pod
+//     does not set at the pod level stays unset there), and the final
+//     values keep the API server's pod-level rules (ReasonPodLevelConflict
+//     otherwise).
 //
 // Every refusal is a *Refusal (use errors.As); any other error is a bug.
 func NewPlan(in Input) (*Plan, error) {
@@ -276,7 +280,7 @@ func NewPlan(in Input) (*Plan, error) {
 			return nil, r
 		}
 	}
-	for _, step := range []func() *Refusal{p.fitContainers, p.fitNamespace, p.fitNode, p.keepQoS, p.checkKeys, p.checkRestarts} {
+	for _, step := range []func() *Refusal{p.fitContainers, p.fitNamespace, p.fitNode, p.keepQoS, p.checkKeys, p.checkPodLevel, p.checkRestarts} {
 		if r := step(); r != nil {
 			return nil, r
 		}
@@ -296,7 +300,7 @@ func newPlanner(in Input) (*planner, *Refusal) {
 		return nil, r
 	}
 	if hasPodLevelResources(in.Pod) && !opts.PodLevelResize {
-		return nil, refuse(ReasonUnsupportedPod, "", "pod %s sets pod-level resources, and this cluster does not resize them in place (InPlacePodLevelResourcesVerticalScaling is off; beta and on by default from Kubernetes 1.36); with it off the API server forbids any resize of such a pod", in.Pod.Name)
+		return nil, refuse(ReasonUnsupportedPod, "", "pod %s sets pod-level resources, and resizing such pods is off here (Options.PodLevelResize): the API server forbids any resize of them unless InPlacePodLevelResourcesVerticalScaling is on (beta and on by default from Kubernetes 1.36)", in.Pod.Name)
 	}
 	p := &planner{in: in, opts: opts, pod: in.Pod, qos: currentQoS(in.Pod), predicted: WouldApply}
 	seen := map[string]bool{}
@@ -535,14 +539,29 @@ func (p *planner) checkPodLevelRestarts(t *target) *Refusal {
 		if t.next[r].lim == t.cur[r].lim {
 			continue
 		}
-		for _, c := range runningContainers(p.pod) {
-			if _, own := c.Resources.Limits[r.name()]; own || resizePolicy(c, r) != corev1.RestartContainer {
-				continue
-			}
-			return refuse(ReasonRestartRequired, PodLevel, "changing the pod-level %s limit would restart %q (resizePolicy RestartContainer, no %s limit of its own); snug does not restart containers for a pod-level resize", r.name(), c.Name, r.name())
+		if name := PodLevelRestarts(p.pod, r.name()); name != "" {
+			return refuse(ReasonRestartRequired, PodLevel, "changing the pod-level %s limit would restart %q (resizePolicy RestartContainer, no %s limit of its own); snug does not restart containers for a pod-level resize", r.name(), name, r.name())
 		}
 	}
 	return nil
+}
+
+// PodLevelRestarts names a container the kubelet restarts when the pod's
+// pod-level limit of resource changes: one with resizePolicy
+// RestartContainer for it and no limit of its own, whose effective limit
+// is the pod's; "" for none.
+func PodLevelRestarts(pod *corev1.Pod, resource corev1.ResourceName) string {
+	for _, c := range runningContainers(pod) {
+		if _, own := c.Resources.Limits[resource]; own {
+			continue
+		}
+		for _, pol := range c.ResizePolicy {
+			if pol.ResourceName == resource && pol.RestartPolicy == corev1.RestartContainer {
+				return c.Name
+			}
+		}
+	}
+	return ""
 }
 
 // runningContainers are the pod's regular containers and sidecars: the

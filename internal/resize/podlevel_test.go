@@ -113,3 +113,66 @@ func TestNewPlanPodLevelPatch(t *testing.T) {
 		t.Errorf("patch ops:\n got %s\nwant %s", got, want)
 	}
 }
+
+func TestNewPlanPodLevelKeys(t *testing.T) {
+	on := Options{PodLevelResize: true}
+	cpuOnly := newPod("p").with(ctr("app", "100m", "64Mi")).edit(podLevel([]string{"cpu=200m"}, []string{"cpu=400m"})).get()
+	runPlanCases(t, []planCase{
+		{
+			name: "a resource the pod does not set at the pod level is not added", pod: cpuOnly, opts: on,
+			wish:    []ContainerWish{aim(PodLevel, nil, "cpu=300m", "memory=128Mi")},
+			want:    map[string]string{PodLevel: "cpu=300m/600m memory=-/-"},
+			wantAdj: []Adjustment{NotControlled},
+		},
+		{
+			name: "an explicit pod-level value is never added", pod: cpuOnly, opts: on,
+			wish: []ContainerWish{exact(PodLevel, rl("memory=128Mi"), nil)}, wantReason: ReasonKeyChange,
+		},
+		{
+			name: "a container grown above the pod-level request", pod: cpuOnly, opts: on,
+			wish: []ContainerWish{exact("app", rl("cpu=300m"), nil)}, wantReason: ReasonPodLevelConflict,
+		},
+		{
+			name: "a container grown beside the pod level, within it", pod: cpuOnly, opts: on,
+			wish: []ContainerWish{exact("app", rl("cpu=300m"), nil), exact(PodLevel, rl("cpu=300m"), nil)},
+			want: map[string]string{"app": "cpu=300m/- memory=64Mi/-", PodLevel: "cpu=300m/400m memory=-/-"},
+		},
+	})
+}
+
+func TestPodLevelActual(t *testing.T) {
+	pod := newPod("p").with(ctr("app", "", "")).edit(podLevel([]string{"cpu=500m", "memory=128Mi"}, []string{"cpu=1", "memory=256Mi"})).get()
+	if PodLevelActual(pod) != nil {
+		t.Fatal("no pod-level status: want nil")
+	}
+	pod.Spec.Overhead = rl("cpu=50m")
+	pod.Status.AllocatedResources = rl("cpu=250m", "memory=128Mi")
+	// The kernel keeps the memory limit in whole pages: 256Mi less 4Ki.
+	pod.Status.Resources = &corev1.ResourceRequirements{Requests: rl("cpu=250m", "memory=96Mi"), Limits: rl("cpu=400m", "memory=268431360")}
+	got := PodLevelActual(pod)
+	if s := summary(*got); s != "cpu=200m/400m memory=128Mi/256Mi" {
+		t.Errorf("PodLevelActual = %s, want requests allocated less overhead, limits read back (memory within a page)", s)
+	}
+	pod.Status.Resources.Limits = rl("cpu=400m", "memory=200Mi")
+	if s := summary(*PodLevelActual(pod)); s != "cpu=200m/400m memory=128Mi/200Mi" {
+		t.Errorf("PodLevelActual = %s, want a memory limit more than a page short as it is", s)
+	}
+}
+
+func TestRevertPodLevel(t *testing.T) {
+	pod := newPod("p").with(ctr("app", "", "")).edit(podLevel([]string{"cpu=500m"}, []string{"cpu=1"})).get()
+	pod.Status.AllocatedResources = rl("cpu=200m")
+	pod.Status.Resources = &corev1.ResourceRequirements{Requests: rl("cpu=200m"), Limits: rl("cpu=400m")}
+	patch, err := Revert(pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := patched(t, pod, patch)
+	if s := summary(*got.Spec.Resources); s != "cpu=200m/400m memory=-/-" {
+		t.Errorf("reverted pod-level resources %s, want what the kubelet reports applied, 200m/400m", s)
+	}
+	pod.Spec.Resources = &corev1.ResourceRequirements{Requests: rl("cpu=200m"), Limits: rl("cpu=400m")}
+	if patch, err := Revert(pod); err != nil || patch != nil {
+		t.Errorf("Revert of an applied pod level = %s, %v; want nothing to send", patch, err)
+	}
+}

@@ -54,6 +54,10 @@ const (
 	// ReasonQuotaFull: the namespace's ResourceQuotas (or its LimitRanges'
 	// pod max) leave no room for any of the increase the plan wants.
 	ReasonQuotaFull Reason = "QuotaFull"
+	// ReasonPodLevelConflict: the new values break the API server's rules
+	// for pod-level resources: pod-level requests at least the containers'
+	// aggregate requests, each container's limit at most the pod-level one.
+	ReasonPodLevelConflict Reason = "PodLevelConflict"
 )
 
 // Refusal is the error NewPlan returns when it will not plan a resize. It

@@ -59,6 +59,11 @@ func (p *planner) applyPolicy(t *target) *Refusal {
 			want = max
 		}
 		cur := t.cur[r]
+		if t.podLevel && !cur.req.set {
+			// Pod-level values are resized, never added (checkPodLevel).
+			p.note(t, r, NotControlled, "%s target %s ignored: the pod sets no pod-level %s request", r.name(), q.String(), r.name())
+			continue
+		}
 		next := pair{req: some(want), lim: cur.lim}
 		var refusal *Refusal
 		if r == memory {

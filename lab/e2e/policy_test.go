@@ -279,7 +279,7 @@ func testPolicyRejected(t *testing.T, pc *policyclient.Client, ns string) {
 		{"duplicate containerName", target + "resourcePolicy: {containerPolicies: [{containerName: app}, {containerName: app, mode: \"Off\"}]}",
 			"containerName must be unique: give each container, and \"*\", at most one policy"},
 		{"bad containerName", target + "resourcePolicy: {containerPolicies: [{containerName: App_1}]}",
-			"containerName must be a container's name (lowercase letters, digits and '-') or \"*\""},
+			"containerName must be a container's name (lowercase letters, digits and '-'), \"*\" or \"_pod\" (the pod-level resources)"},
 		{"controlled storage", target + "resourcePolicy: {containerPolicies: [{containerName: app, controlledResources: [ephemeral-storage]}]}",
 			"Unsupported value: \"ephemeral-storage\": supported values: \"cpu\", \"memory\""},
 		{"no controlled resources", target + "resourcePolicy: {containerPolicies: [{containerName: app, controlledResources: []}]}",

@@ -113,7 +113,10 @@ func Up(ctx context.Context, o *lab.Options, log io.Writer) error {
 	if err := os.WriteFile(config, []byte(stages), 0o644); err != nil {
 		return err
 	}
+	// kwok reads $KWOK_WORKDIR/kwok.yaml (default ~/.kwok) before
+	// --config: its own directory keeps anyone's stages out.
 	argv := []string{
+		"env", "KWOK_WORKDIR=" + dir,
 		filepath.Join(Module().BinDir(o.CacheDir), "kwok"),
 		"--kubeconfig=" + o.Kubeconfig(),
 		"--manage-nodes-with-label-selector=" + NodeLabel + "=true",
