@@ -691,3 +691,24 @@ func TestDeciderResizesPodLevelResources(t *testing.T) {
 		}
 	})
 }
+
+// TestPodLevelTarget: the pod level's target keeps what the pod sets at
+// the pod level, less a limit change that would restart a container
+// inheriting it.
+func TestPodLevelTarget(t *testing.T) {
+	pod := podLevelPod()
+	pod.Spec.Resources = &corev1.ResourceRequirements{Requests: rl("100m", ""), Limits: rl("200m", "")}
+	target := rl("300m", "128Mi")
+	podLevelTarget(pod, target)
+	if _, ok := target[corev1.ResourceMemory]; ok || len(target) != 1 {
+		t.Errorf("target %v, want cpu only: the pod sets no pod-level memory", target)
+	}
+	pod = podLevelPod()
+	pod.Spec.Containers[0].Resources.Limits = nil
+	pod.Spec.Containers[0].ResizePolicy = []corev1.ContainerResizePolicy{{ResourceName: corev1.ResourceMemory, RestartPolicy: corev1.RestartContainer}}
+	target = rl("300m", "200Mi")
+	podLevelTarget(pod, target)
+	if _, ok := target[corev1.ResourceMemory]; ok || len(target) != 1 {
+		t.Errorf("target %v, want cpu only: a pod-level memory limit change would restart app", target)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/snug-dev/snug/internal/httpauth"
+	"github.com/snug-dev/snug/internal/kube"
 	"github.com/snug-dev/snug/internal/recommend"
 )
 
@@ -35,6 +36,9 @@ type Options struct {
 	CgroupRoot string
 	// APITimeout bounds the start-up checks against the API server.
 	APITimeout time.Duration
+	// KubeAPIContentType is what the core/v1 client speaks: protobuf
+	// (default) or JSON (kube.ContentTypeProtobuf, kube.ContentTypeJSON).
+	KubeAPIContentType string
 	// Autoscale turns the decision step on: pods under a SnugPolicy are
 	// resized in place.
 	Autoscale bool
@@ -56,15 +60,16 @@ type Options struct {
 func NewOptions() *Options {
 	c := NewConfig()
 	return &Options{
-		Interval:     c.Interval,
-		History:      c.HistorySize,
-		Listen:       "127.0.0.1:9464",
-		Serving:      httpauth.NewServingOptions(),
-		CgroupRoot:   c.CgroupRoot,
-		APITimeout:   15 * time.Second,
-		Autoscale:    true,
-		CPUHalfLife:  recommend.DefaultConfig().CPUHalfLife,
-		RegrowWindow: recommend.DefaultConfig().RegrowWindow,
+		Interval:           c.Interval,
+		History:            c.HistorySize,
+		Listen:             "127.0.0.1:9464",
+		Serving:            httpauth.NewServingOptions(),
+		CgroupRoot:         c.CgroupRoot,
+		APITimeout:         15 * time.Second,
+		KubeAPIContentType: kube.ContentTypeProtobuf,
+		Autoscale:          true,
+		CPUHalfLife:        recommend.DefaultConfig().CPUHalfLife,
+		RegrowWindow:       recommend.DefaultConfig().RegrowWindow,
 
 		SnapshotInterval: DefaultPublishInterval,
 	}
@@ -80,6 +85,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	o.Serving.AddFlags(fs, "/metrics and /snug/v1/ (/healthz and /readyz stay open)")
 	fs.StringVar(&o.CgroupRoot, "cgroup-root", o.CgroupRoot, "where the cgroup hierarchies are mounted")
 	fs.DurationVar(&o.APITimeout, "api-timeout", o.APITimeout, "how long to wait for the API server at start-up")
+	fs.StringVar(&o.KubeAPIContentType, "kube-api-content-type", o.KubeAPIContentType, "content type of requests for pods, nodes, events and the other core/v1 objects: "+kube.ContentTypeProtobuf+" or "+kube.ContentTypeJSON+" (SnugPolicies are always JSON)")
 	fs.BoolVar(&o.Autoscale, "autoscale", o.Autoscale, "decide and resize in place the pods that a SnugPolicy covers (false: only sample)")
 	fs.BoolVar(&o.DryRun, "dry-run", o.DryRun, "decide and log resizes, but never patch a pod")
 	fs.DurationVar(&o.CPUHalfLife, "cpu-half-life", o.CPUHalfLife, "half-life of the CPU usage percentiles behind grows and shrinks that are not starvation (1s to 24h)")
@@ -113,6 +119,9 @@ func (o *Options) Validate() error {
 	}
 	if o.APITimeout <= 0 {
 		errs = append(errs, errors.New("--api-timeout must be positive"))
+	}
+	if err := kube.CheckContentType(o.KubeAPIContentType); err != nil {
+		errs = append(errs, err)
 	}
 	if o.CPUHalfLife < time.Second || o.CPUHalfLife > 24*time.Hour {
 		errs = append(errs, fmt.Errorf("--cpu-half-life %v is out of range [1s, 24h]", o.CPUHalfLife))

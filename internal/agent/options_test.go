@@ -25,6 +25,8 @@ func TestOptionsValidate(t *testing.T) {
 		{[]string{"--node", "n", "--snapshot-interval", "500ms"}, "--snapshot-interval 500ms is out of range [1s, 1h] (or 0)"},
 		{[]string{"--node", "n", "--autoscale=false", "--dry-run"}, "--dry-run needs --autoscale"},
 		{[]string{"--node", "n", "--tls-cert-file", "c.pem"}, "--tls-cert-file and --tls-private-key-file go together"},
+		{[]string{"--node", "n", "--kube-api-content-type", "application/yaml"}, `--kube-api-content-type "application/yaml": want application/vnd.kubernetes.protobuf or application/json`},
+		{[]string{"--node", "n", "--kube-api-content-type", "application/json"}, ""},
 		{[]string{"--node", "n", "--tls"}, ""},
 		{[]string{"--node", "n"}, ""},
 	} {

@@ -39,20 +39,21 @@ type clients struct {
 	requests *prometheus.CounterVec
 }
 
-func newClients(kubeconfig string) (*clients, error) {
+func newClients(kubeconfig, contentType string) (*clients, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = kubeconfig
 	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, nil).ClientConfig()
 	if err != nil {
 		return nil, fmt.Errorf("loading kubeconfig: %w", err)
 	}
-	return clientsFor(cfg, nil)
+	return clientsFor(cfg, contentType, nil)
 }
 
 // clientsFor makes the agent's clients for a copy of cfg, with the user
-// agent snug-agent; count, if set, also sees every request (verb,
-// resource), besides the agent's own metric.
-func clientsFor(base *rest.Config, count func(verb, resource string)) (*clients, error) {
+// agent snug-agent, the core/v1 one speaking contentType ("" keeps
+// cfg's); count, if set, also sees every request (verb, resource),
+// besides the agent's own metric.
+func clientsFor(base *rest.Config, contentType string, count func(verb, resource string)) (*clients, error) {
 	cfg := rest.CopyConfig(base)
 	cfg.UserAgent = "snug-agent"
 	requests := newRequestsCounter()
@@ -62,7 +63,11 @@ func clientsFor(base *rest.Config, count func(verb, resource string)) (*clients,
 			count(verb, resource)
 		}
 	})
-	core, err := kube.NewForConfig(cfg)
+	coreCfg := cfg
+	if contentType != "" {
+		coreCfg = kube.WithContentType(cfg, contentType)
+	}
+	core, err := kube.NewForConfig(coreCfg)
 	if err != nil {
 		return nil, fmt.Errorf("making a client: %w", err)
 	}
@@ -98,7 +103,7 @@ func Run(ctx context.Context, o *Options, stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("reading cgroups at %s: %w", o.CgroupRoot, err)
 	}
-	cs, err := newClients(o.Kubeconfig)
+	cs, err := newClients(o.Kubeconfig, o.KubeAPIContentType)
 	if err != nil {
 		return err
 	}
@@ -194,7 +199,7 @@ func RunHollow(ctx context.Context, o *Options, cfg Config, base *rest.Config, c
 	}
 	log := klog.Background().WithValues("node", o.Node)
 	ctx = logr.NewContext(ctx, log)
-	cs, err := clientsFor(base, count)
+	cs, err := clientsFor(base, o.KubeAPIContentType, count)
 	if err != nil {
 		return err
 	}

@@ -30,6 +30,8 @@ func TestControllerOptions(t *testing.T) {
 		{"api qps and burst", []string{"--kube-api-qps=20", "--kube-api-burst=40"}, ""},
 		{"no api qps", []string{"--kube-api-qps=0"}, "--kube-api-qps 0: must be above 0"},
 		{"burst below qps", []string{"--kube-api-qps=20", "--kube-api-burst=10"}, "--kube-api-burst 10: must be at least 1 and --kube-api-qps"},
+		{"json", []string{"--kube-api-content-type=application/json"}, ""},
+		{"yaml", []string{"--kube-api-content-type=application/yaml"}, `--kube-api-content-type "application/yaml": want application/vnd.kubernetes.protobuf or application/json`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

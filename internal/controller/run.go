@@ -79,6 +79,9 @@ type Options struct {
 	// first pass in one burst.
 	KubeAPIQPS   float32
 	KubeAPIBurst int
+	// KubeAPIContentType is what the clients of built-in types speak:
+	// protobuf (default) or JSON; SnugPolicies are always JSON.
+	KubeAPIContentType string
 	// CheckpointInterval is the least time between two writes of a
 	// policy's checkpoint when only its snapshots changed (Config).
 	CheckpointInterval time.Duration
@@ -98,6 +101,7 @@ func NewOptions() *Options {
 		Workers:                 2,
 		KubeAPIQPS:              50,
 		KubeAPIBurst:            100,
+		KubeAPIContentType:      kube.ContentTypeProtobuf,
 		CheckpointInterval:      time.Minute,
 		Admission:               admission.NewOptions(),
 	}
@@ -116,6 +120,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.Workers, "workers", o.Workers, "policies reconciled at once")
 	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "requests per second to the API server, sustained (client-go's token bucket)")
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "requests to the API server in a burst above --kube-api-qps")
+	fs.StringVar(&o.KubeAPIContentType, "kube-api-content-type", o.KubeAPIContentType, "content type of requests for pods, workloads, leases and the other built-in objects: "+kube.ContentTypeProtobuf+" or "+kube.ContentTypeJSON+" (SnugPolicies are always JSON)")
 	fs.DurationVar(&o.CheckpointInterval, "checkpoint-interval", o.CheckpointInterval, "least time between two writes of a policy's checkpoint ConfigMap when only its snapshots changed (a pod that came or went is written at once); 1s to 1h")
 	o.Admission.AddFlags(fs)
 }
@@ -159,6 +164,9 @@ func (o *Options) Validate() error {
 	if o.KubeAPIQPS <= 0 || o.KubeAPIQPS > 10000 {
 		errs = append(errs, fmt.Errorf("--kube-api-qps %v: must be above 0, at most 10000", o.KubeAPIQPS))
 	}
+	if err := kube.CheckContentType(o.KubeAPIContentType); err != nil {
+		errs = append(errs, err)
+	}
 	if o.KubeAPIBurst < 1 || o.KubeAPIBurst > 100000 || float32(o.KubeAPIBurst) < o.KubeAPIQPS {
 		errs = append(errs, fmt.Errorf("--kube-api-burst %d: must be at least 1 and --kube-api-qps, at most 100000", o.KubeAPIBurst))
 	}
@@ -194,7 +202,7 @@ func Run(ctx context.Context, o *Options) error {
 		Help: "Requests the controller (and its admission webhook) sent to the API server, by verb (get, list, watch, create, update, patch, delete) and resource[/subresource], as the API server's apiserver_request_total names them.",
 	}, []string{"verb", "resource"})
 	kube.CountRequests(cfg, func(verb, resource string) { requests.WithLabelValues(verb, resource).Inc() })
-	cs, err := kubernetes.NewForConfig(cfg)
+	cs, err := kubernetes.NewForConfig(kube.WithContentType(cfg, o.KubeAPIContentType))
 	if err != nil {
 		return fmt.Errorf("making a client: %w", err)
 	}
