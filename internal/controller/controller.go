@@ -109,6 +109,12 @@ type Controller struct {
 	cronjobs    batchlisters.CronJobLister
 	synced      []cache.InformerSynced
 
+	// startOnce starts the informers once (Start); allSynced are then
+	// their caches' HasSynced, the VPA informer's among them when the
+	// cluster served VPAs at the start.
+	startOnce sync.Once
+	allSynced []cache.InformerSynced
+
 	mu         sync.Mutex
 	lastWrites map[string]time.Time // checkpoint writes by policy key
 	// evicting holds the pods this controller evicted until its cache shows
@@ -206,24 +212,55 @@ func (c *Controller) add(inf cache.SharedIndexInformer, h func(old, cur metav1.O
 	c.synced = append(c.synced, inf.HasSynced)
 }
 
-// Run starts the informers, waits for their caches and reconciles until ctx
-// ends.
+// Start starts the informers on ctx and returns at once; it reports
+// whether this call started them (a second call does nothing). A replica
+// starts them before it leads (run.go), with ctx the process's, so that a
+// standby's caches are warm when it takes over: its first pass over the
+// policies needs no list of the cluster's pods and workloads. Until a
+// replica leads, its informers' events only fill the queue.
+func (c *Controller) Start(ctx context.Context) (started bool) {
+	c.startOnce.Do(func() {
+		started = true
+		c.factory.Start(ctx.Done())
+		c.cmFactory.Start(ctx.Done())
+		go c.policyInf.RunWithContext(ctx)
+		c.allSynced = c.synced
+		if vpaSynced := c.startVPAs(ctx); vpaSynced != nil {
+			c.allSynced = append(slices.Clone(c.synced), vpaSynced)
+		} else {
+			go c.watchVPAs(ctx)
+		}
+	})
+	return started
+}
+
+// Shutdown waits for the informers Start started to stop (they stop with
+// its ctx).
+func (c *Controller) Shutdown() {
+	c.factory.Shutdown()
+	c.cmFactory.Shutdown()
+}
+
+// Synced reports whether every informer's cache has synced.
+func (c *Controller) Synced() bool {
+	for _, s := range c.allSynced {
+		if !s() {
+			return false
+		}
+	}
+	return c.allSynced != nil
+}
+
+// Run starts the informers unless Start did, waits for their caches and
+// reconciles until ctx ends.
 func (c *Controller) Run(ctx context.Context) error {
 	defer utilruntime.HandleCrash()
 	defer c.queue.ShutDown()
 	log := klog.FromContext(ctx)
-	c.factory.Start(ctx.Done())
-	defer c.factory.Shutdown()
-	c.cmFactory.Start(ctx.Done())
-	defer c.cmFactory.Shutdown()
-	go c.policyInf.RunWithContext(ctx)
-	synced := c.synced
-	if vpaSynced := c.startVPAs(ctx); vpaSynced != nil {
-		synced = append(slices.Clone(synced), vpaSynced)
-	} else {
-		go c.watchVPAs(ctx)
+	if c.Start(ctx) {
+		defer c.Shutdown()
 	}
-	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
+	if !cache.WaitForCacheSync(ctx.Done(), c.allSynced...) {
 		return errors.New("waiting for informer caches to sync: context ended")
 	}
 	log.Info("controller started", "workers", c.cfg.Workers)

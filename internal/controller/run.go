@@ -309,6 +309,11 @@ func Run(ctx context.Context, o *Options) error {
 		return err
 	}
 
+	// Informers start now, leading or not: a standby's caches are warm
+	// when it takes over.
+	ctl := New(cs, pc, recorder, metrics, Config{Workers: o.Workers, CheckpointInterval: o.CheckpointInterval, Dynamic: dyn})
+	ctl.Start(ctx)
+	defer ctl.Shutdown()
 	run := func(ctx context.Context) error {
 		metrics.Leader.Set(1)
 		defer metrics.Leader.Set(0)
@@ -335,7 +340,7 @@ func Run(ctx context.Context, o *Options) error {
 			}
 			go webhook.RunRotator(rctx, secretOwner)
 		}
-		return New(cs, pc, recorder, metrics, Config{Workers: o.Workers, CheckpointInterval: o.CheckpointInterval, Dynamic: dyn}).Run(ctx)
+		return ctl.Run(ctx)
 	}
 	if !o.LeaderElect {
 		return run(ctx)
