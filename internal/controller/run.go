@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/pflag"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset/typed/apiextensions/v1"
@@ -22,6 +21,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/component-base/metrics/legacyregistry"
+	// client-go's rest_client_* and workqueue_* series, in legacyregistry.
+	_ "k8s.io/component-base/metrics/prometheus/restclient"
+	_ "k8s.io/component-base/metrics/prometheus/workqueue"
 	"k8s.io/klog/v2"
 
 	policyclient "github.com/snug-dev/snug/api/v1alpha1/client"
@@ -229,8 +232,12 @@ func Run(ctx context.Context, o *Options) error {
 		log.Info("CRDs installed")
 	}
 
+	// snug's series in reg; component-base's registry (legacyregistry)
+	// holds client-go's workqueue_* and rest_client_* series (the
+	// providers its workqueue and restclient packages install) and the Go
+	// and process collectors, served together on /metrics.
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), requests)
+	reg.MustRegister(requests)
 	metrics := NewMetrics(reg)
 
 	// Listen before anything runs, so a taken port fails at once.
@@ -270,7 +277,7 @@ func Run(ctx context.Context, o *Options) error {
 		}
 	}()
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	mux.Handle("/metrics", metricsHandler(reg))
 	var mm http.Handler = mux
 	if o.Serving.Auth {
 		rev, err := httpauth.ForConfig(cfg)
@@ -352,4 +359,11 @@ func Run(ctx context.Context, o *Options) error {
 		Identity:      host + "_" + rand.Text()[:8],
 		LeaseDuration: leaseDuration, RenewDeadline: renewDeadline, RetryPeriod: retryPeriod,
 	}, run)
+}
+
+// metricsHandler serves snug's series (reg) with component-base's
+// registry: client-go's workqueue_* and rest_client_* series and the Go
+// and process collectors.
+func metricsHandler(reg *prometheus.Registry) http.Handler {
+	return promhttp.HandlerFor(prometheus.Gatherers{reg, legacyregistry.DefaultGatherer}, promhttp.HandlerOpts{Registry: reg})
 }
