@@ -154,7 +154,7 @@ func New(cs kubernetes.Interface, pc *policyclient.Client, recorder record.Event
 		cfg: cfg, cs: cs, pc: pc, recorder: recorder, metrics: m,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "snugpolicy", Clock: cfg.Clock}),
-		factory: informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithTransform(kube.StripManagedFields)),
+		factory: informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithTransform(cacheOnlyRead)),
 		policyInf: cache.NewSharedIndexInformer(&cache.ListWatch{
 			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 				return pc.SnugPolicies("").List(ctx, o)
