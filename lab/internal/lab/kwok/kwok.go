@@ -114,13 +114,9 @@ func Up(ctx context.Context, o *lab.Options, log io.Writer) error {
 		return err
 	}
 	// kwok reads $KWOK_WORKDIR/kwok.yaml (default ~/.kwok) before
-	// --config: its own directory keeps anyone's stages out. Its
-	// client-go (v0.36) asks for watch lists, which the lab's API server
-	// refuses ("the required storage feature RequestWatchProgress is not
-	// enabled"), and kwok then lagged its pods by 3 to 30 s (TestKwokStages,
-	// first run): plain list and watch.
+	// --config: its own directory keeps anyone's stages out.
 	argv := []string{
-		"env", "KWOK_WORKDIR=" + dir, "KUBE_FEATURE_WatchListClient=false",
+		"env", "KWOK_WORKDIR=" + dir,
 		filepath.Join(Module().BinDir(o.CacheDir), "kwok"),
 		"--kubeconfig=" + o.Kubeconfig(),
 		"--manage-nodes-with-label-selector=" + NodeLabel + "=true",
