@@ -469,6 +469,11 @@ func (c *Controller) reconcile(ctx context.Context, k string) (time.Duration, er
 		switch {
 		case apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err):
 			return 0, err
+		case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
+			// The namespace is being deleted, its pods' last snapshots
+			// with it: the checkpoint goes too, nothing is lost that
+			// anyone could use.
+			log.V(1).Info("namespace being deleted; no checkpoint written", "err", err.Error())
 		case err != nil:
 			c.recorder.Eventf(p, corev1.EventTypeWarning, EventCheckpointFailed, "keeping learnt history: %v", err)
 			log.Error(err, "keeping learnt history")

@@ -3,7 +3,9 @@ package controller
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -512,4 +514,32 @@ type countingStatus struct {
 func (c countingStatus) UpdateStatus(ctx context.Context, p *v1alpha1.SnugPolicy, o metav1.UpdateOptions) (*v1alpha1.SnugPolicy, error) {
 	*c.n++
 	return c.statusWriter.UpdateStatus(ctx, p, o)
+}
+
+// TestReconcileNamespaceTerminating: a checkpoint refused because its
+// namespace is being deleted is no failure: no CheckpointFailed event (the
+// pods' last snapshots go out as the namespace goes, so this happens at
+// every namespace deletion).
+func TestReconcileNamespaceTerminating(t *testing.T) {
+	e := newReconcileEnv(t)
+	rec := record.NewFakeRecorder(10)
+	e.c.recorder = rec
+	e.cs.PrependReactor("create", "configmaps", func(k8stesting.Action) (bool, runtime.Object, error) {
+		err := apierrors.NewForbidden(corev1.Resource("configmaps"), "snug-checkpoint-web", errors.New("unable to create new content in namespace ns because it is being terminated"))
+		err.ErrStatus.Details.Causes = append(err.ErrStatus.Details.Causes, metav1.StatusCause{Type: corev1.NamespaceTerminatingCause, Message: "ns", Field: "metadata.namespace"})
+		return true, nil, err
+	})
+	cfg := recommend.DefaultConfig()
+	pod := tb.Pod("web-1").Labels("app", "web").Container("app", "100m", "", "64Mi", "").Ready().Get()
+	s, _ := json.Marshal(history.Snapshot{Time: e.clock.Now(), Containers: map[string]string{"app": snapshotOf(t, cfg, 600, 120, 40<<20, e.clock.Now())}})
+	pod.Annotations = map[string]string{history.SnapshotAnnotation: string(s)}
+	e.add(pod, tb.Policy("web").Selector("app", "web").Get())
+	e.reconcile("web")
+	select {
+	case ev := <-rec.Events:
+		if strings.Contains(ev, EventCheckpointFailed) {
+			t.Errorf("event %q for a namespace being deleted", ev)
+		}
+	default:
+	}
 }
