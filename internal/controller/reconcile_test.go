@@ -535,11 +535,14 @@ func TestReconcileNamespaceTerminating(t *testing.T) {
 	pod.Annotations = map[string]string{history.SnapshotAnnotation: string(s)}
 	e.add(pod, tb.Policy("web").Selector("app", "web").Get())
 	e.reconcile("web")
-	select {
-	case ev := <-rec.Events:
-		if strings.Contains(ev, EventCheckpointFailed) {
-			t.Errorf("event %q for a namespace being deleted", ev)
+	for {
+		select {
+		case ev := <-rec.Events:
+			if strings.Contains(ev, EventCheckpointFailed) {
+				t.Errorf("event %q for a namespace being deleted", ev)
+			}
+		default:
+			return
 		}
-	default:
 	}
 }
