@@ -16,16 +16,17 @@ import (
 // kubeBinaries are built from k8s.io/kubernetes for every lab version.
 var kubeBinaries = []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet", "kubectl", "kube-proxy"}
 
-// builtStamp marks a complete build of the binaries present next to it: a
+// BuiltStamp marks a complete build of the binaries present next to it: a
 // cache without it is rebuilt whole (an interrupted build may have left
-// anything behind), one with it gets only the binaries it lacks (a cache
-// made before kube-proxy was in kubeBinaries gets kube-proxy alone).
-const builtStamp = ".complete"
+// anything behind). For Kubernetes, one with it gets only the binaries it
+// lacks (a cache made before kube-proxy was in kubeBinaries gets
+// kube-proxy alone).
+const BuiltStamp = ".complete"
 
 // missingBinaries lists what EnsureBinaries has to build into bin: every
 // binary without a stamp, else those of kubeBinaries that are absent.
 func missingBinaries(bin string) []string {
-	if _, err := os.Stat(filepath.Join(bin, builtStamp)); err != nil {
+	if _, err := os.Stat(filepath.Join(bin, BuiltStamp)); err != nil {
 		return kubeBinaries
 	}
 	var missing []string
@@ -37,12 +38,22 @@ func missingBinaries(bin string) []string {
 	return missing
 }
 
-// EnsureBinaries builds the Kubernetes binaries of o.KubernetesVersion from
-// the Go module proxy into o.BinDir(), unless a complete build is cached;
-// a complete cache that lacks some of them gets only those built. The
-// build happens in a throwaway module under the cache, never in snug's own
-// go.mod. Progress goes to log; the build's own output to a log file.
+// EnsureBinaries builds what the lab runs from the Go module proxy into
+// the cache, unless complete builds are there: the Kubernetes binaries of
+// o.KubernetesVersion and etcd (EtcdVersion).
 func EnsureBinaries(ctx context.Context, o *Options, log io.Writer) error {
+	if err := ensureKubernetes(ctx, o, log); err != nil {
+		return err
+	}
+	return etcdModule().Ensure(ctx, o.CacheDir, log)
+}
+
+// ensureKubernetes builds the Kubernetes binaries of o.KubernetesVersion
+// into o.BinDir(), unless a complete build is cached; a complete cache
+// that lacks some of them gets only those built. The build happens in a
+// throwaway module under the cache, never in snug's own go.mod. Progress
+// goes to log; the build's own output to a log file.
+func ensureKubernetes(ctx context.Context, o *Options, log io.Writer) error {
 	bin := o.BinDir()
 	missing := missingBinaries(bin)
 	if len(missing) == 0 {
@@ -121,7 +132,7 @@ func EnsureBinaries(ctx context.Context, o *Options, log io.Writer) error {
 	if err := build.Run(ctx); err != nil {
 		return fmt.Errorf("building Kubernetes v%s failed: %w; last lines of %s:\n%s", o.KubernetesVersion, err, logPath, Tail(logPath, 15))
 	}
-	return os.WriteFile(filepath.Join(bin, builtStamp), []byte(o.KubernetesVersion+"\n"), 0o644)
+	return os.WriteFile(filepath.Join(bin, BuiltStamp), []byte(o.KubernetesVersion+"\n"), 0o644)
 }
 
 // stagingModules lists the k8s.io modules that k8s.io/kubernetes's go.mod

@@ -285,7 +285,7 @@ type component struct {
 func components(o *Options, p *pki.Set) []component {
 	bin := func(name string) string { return filepath.Join(o.BinDir(), name) }
 	return []component{
-		{"etcd", []string{"etcd",
+		{"etcd", []string{o.EtcdPath(),
 			"--name=snug-lab",
 			"--data-dir=" + o.path("etcd"),
 			"--listen-client-urls=http://127.0.0.1:2379",

@@ -201,7 +201,7 @@ func TestMissingBinaries(t *testing.T) {
 	for _, n := range []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl"} {
 		touch(n)
 	}
-	touch(builtStamp)
+	touch(BuiltStamp)
 	if d := cmp.Diff([]string{"kube-proxy"}, missingBinaries(bin)); d != "" {
 		t.Errorf("old cache (-want +got):\n%s", d)
 	}

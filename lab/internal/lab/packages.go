@@ -16,7 +16,6 @@ type requirement struct {
 }
 
 var requirements = []requirement{
-	{"/usr/bin/etcd", "etcd-server"},
 	{"/usr/bin/containerd", "containerd"},
 	{"/usr/bin/containerd-shim-runc-v2", "containerd"},
 	{"/usr/bin/ctr", "containerd"},

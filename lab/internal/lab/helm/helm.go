@@ -7,7 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/snug-dev/snug/lab/internal/lab/upstream"
+	"github.com/snug-dev/snug/lab/internal/lab"
 )
 
 // DefaultVersion is the helm release snug builds, without the v.
@@ -18,9 +18,9 @@ const DefaultVersion = "3.22.0"
 // `helm template` and `helm lint` assume that Kubernetes, not 1.20.
 const kubeMinor = "37"
 
-func module(version string) upstream.Module {
+func module(version string) lab.Module {
 	const m = "helm.sh/helm/v3"
-	return upstream.Module{
+	return lab.Module{
 		CacheName: "helm", Path: m, Version: version,
 		Packages:    []string{m + "/cmd/helm"},
 		VersionVars: []string{m + "/internal/version.version"},
@@ -50,7 +50,7 @@ func Ensure(ctx context.Context, cacheDir, version string, log io.Writer) (strin
 // says how to build it: for tests, which must not build it themselves.
 func Built(cacheDir, version string) (string, error) {
 	p := Path(cacheDir, version)
-	if _, err := os.Stat(filepath.Join(filepath.Dir(p), upstream.BuiltStamp)); err != nil {
+	if _, err := os.Stat(filepath.Join(filepath.Dir(p), lab.BuiltStamp)); err != nil {
 		return "", fmt.Errorf("helm v%s is not built in %s: run `make helm` first", version, cacheDir)
 	}
 	return p, nil

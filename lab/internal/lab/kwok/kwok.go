@@ -9,7 +9,7 @@
 // about a second later, or deferred (PodResizePending) and retried.
 //
 // kwok is built from the Go module proxy into the cache like Kubernetes
-// (upstream.Module) and runs as a lab add-on process (lab.StartProcess),
+// (lab.Module) and runs as a lab add-on process (lab.StartProcess),
 // so snug-lab down stops it.
 package kwok
 
@@ -28,7 +28,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/snug-dev/snug/lab/internal/lab"
-	"github.com/snug-dev/snug/lab/internal/lab/upstream"
 )
 
 // Version is the kwok release built: the newest the Go module proxy
@@ -65,9 +64,9 @@ var upstreamStages = []string{
 var podStages string
 
 // Module is kwok's build.
-func Module() upstream.Module {
+func Module() lab.Module {
 	const m = "sigs.k8s.io/kwok"
-	return upstream.Module{
+	return lab.Module{
 		CacheName: "kwok", Path: m, Version: Version,
 		Packages: []string{m + "/cmd/kwok"},
 		Files:    upstreamStages,

@@ -12,7 +12,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/snug-dev/snug/lab/internal/lab"
-	"github.com/snug-dev/snug/lab/internal/lab/upstream"
 )
 
 const (
@@ -95,8 +94,8 @@ func (o *Options) Validate() error {
 	return errors.Join(errs...)
 }
 
-func (o *Options) vpa() upstream.Module           { return vpaModule(o.VPAVersion) }
-func (o *Options) metricsServer() upstream.Module { return metricsServerModule(o.MetricsServerVersion) }
+func (o *Options) vpa() lab.Module           { return vpaModule(o.VPAVersion) }
+func (o *Options) metricsServer() lab.Module { return metricsServerModule(o.MetricsServerVersion) }
 
 // VPABinDir and MetricsServerBinDir are where the built binaries are cached.
 func (o *Options) VPABinDir() string { return o.vpa().BinDir(o.Lab.CacheDir) }

@@ -1,4 +1,4 @@
-package upstream
+package lab
 
 import (
 	"bytes"
@@ -12,16 +12,17 @@ import (
 	"strings"
 	"time"
 
-	"github.com/snug-dev/snug/lab/internal/lab"
 )
 
-// BuiltStamp marks a complete build in BinDir: a directory without it is
-// rebuilt.
-const BuiltStamp = ".complete"
-
-// Module is one Go module built from the module proxy: its main packages
-// become binaries named after their last path element, and files are
-// copied out of the module (manifests) next to them.
+// Module is one Go module of another project (etcd, VPA, metrics-server,
+// helm, kwok) built from the Go module proxy into the lab's cache
+// directory, in a throwaway module that requires only that module, so that
+// snug's go.mod never sees it. A build is kept (marked complete) and reused
+// until the cache is removed (BuiltStamp marks a complete build). Its main
+// packages become binaries named after their last path element (the one
+// before a major-version suffix: go.etcd.io/etcd/server/v3 becomes
+// "server"), and files are copied out of the module (manifests) next to
+// them.
 type Module struct {
 	// CacheName is the directory under the cache, e.g. "vpa".
 	CacheName string
@@ -80,7 +81,7 @@ func (u Module) Ensure(ctx context.Context, cache string, log io.Writer) error {
 	run := func(args ...string) ([]byte, error) {
 		cmd := exec.CommandContext(ctx, "nice", append([]string{"go"}, args...)...)
 		cmd.Dir = src
-		cmd.Env = lab.BuildEnv()
+		cmd.Env = BuildEnv()
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, logFile
 		fmt.Fprintf(logFile, "$ go %s\n", strings.Join(args, " "))
@@ -109,14 +110,14 @@ func (u Module) Ensure(ctx context.Context, cache string, log io.Writer) error {
 	if err := os.MkdirAll(bin, 0o755); err != nil {
 		return fmt.Errorf("building %s: %w", what, err)
 	}
-	build := lab.GoBuild{
-		What: what, Dir: src, Env: lab.BuildEnv(),
+	build := GoBuild{
+		What: what, Dir: src, Env: BuildEnv(),
 		Args:     append([]string{"-trimpath", "-ldflags", ldflags, "-o", bin + "/"}, u.Packages...),
 		Packages: u.Packages, Log: logFile, Progress: log,
 	}
 	fmt.Fprintf(logFile, "$ go build -v %s\n", strings.Join(build.Args, " "))
 	if err := build.Run(ctx); err != nil {
-		return fmt.Errorf("building %s failed: %w; last lines of %s:\n%s", what, err, logPath, lab.Tail(logPath, 15))
+		return fmt.Errorf("building %s failed: %w; last lines of %s:\n%s", what, err, logPath, Tail(logPath, 15))
 	}
 	for _, f := range u.Files {
 		data, err := os.ReadFile(filepath.Join(mod.Dir, f))
