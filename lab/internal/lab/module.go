@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
-
 )
 
 // Module is one Go module of another project (etcd, VPA, metrics-server,
