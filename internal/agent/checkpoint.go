@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -55,6 +56,19 @@ const (
 	// once, so that the controller retires all it learnt.
 	publishFinal = "final"
 )
+
+// MaxSnapshotsPerPass bounds the snapshot patches one pass of the loop
+// (a second) starts; the pods over it are looked at on the next passes,
+// terminating pods first, then those waiting longest. Without it every pod
+// an agent starts tracking at once (its start, a rollout, a namespace
+// deleted) came due in the same second: on the scale bench 50 hollow
+// agents of 30 pods each sent their 1,500 first snapshots together, and
+// 373 patches ran out of checkpointReadTimeout waiting in client-go's
+// token bucket (5 requests/s, burst 10, the agent's client), which the
+// agent's resizes share. Two a second take at most 2 of those 5, and a
+// node's 110 pods (the kubelet's default maximum) are all published
+// within a minute, the publish interval.
+const MaxSnapshotsPerPass = 2
 
 const (
 	// checkpointTTL is how long a checkpoint read for one container seeds
@@ -308,6 +322,14 @@ func (d *Decider) publishSnapshots(ctx context.Context, log logr.Logger, now tim
 	if d.cfg.DryRun {
 		return
 	}
+	// The pods whose snapshot is due: terminating ones first (their last
+	// snapshot is lost once the pod is gone), then the longest unlooked-at.
+	type due struct {
+		uid         types.UID
+		terminating bool
+		last        time.Time
+	}
+	var dues []due
 	for uid, st := range d.pods {
 		if st.rec == nil || len(st.containers) == 0 {
 			continue
@@ -327,6 +349,29 @@ func (d *Decider) publishSnapshots(ctx context.Context, log logr.Logger, now tim
 		if !terminating && now.Sub(pub.last) < c.interval {
 			continue
 		}
+		dues = append(dues, due{uid, terminating, pub.last})
+	}
+	slices.SortFunc(dues, func(a, b due) int {
+		if a.terminating != b.terminating {
+			if a.terminating {
+				return -1
+			}
+			return 1
+		}
+		if c := a.last.Compare(b.last); c != 0 {
+			return c
+		}
+		return strings.Compare(string(a.uid), string(b.uid))
+	})
+	sent := 0
+	for _, du := range dues {
+		if sent >= MaxSnapshotsPerPass {
+			// Looked at on a later pass: pub.last is unchanged.
+			d.metrics.snapshotsDelayed.Inc()
+			continue
+		}
+		uid, terminating := du.uid, du.terminating
+		st, pub := d.pods[uid], c.pubs[uid]
 		pub.last = now
 		aggs, seconds, err := snapshotOf(st, pub, now)
 		if err != nil {
@@ -359,6 +404,7 @@ func (d *Decider) publishSnapshots(ctx context.Context, log logr.Logger, now tim
 			continue
 		}
 		pub.inFlight = true
+		sent++
 		ns, name := st.ns, st.name
 		c.fx.start(ctx, "", func(ctx context.Context) settleFunc {
 			pctx, cancel := context.WithTimeout(ctx, checkpointReadTimeout)

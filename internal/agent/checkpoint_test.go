@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
 	"strings"
 	"sync"
@@ -349,6 +350,63 @@ func TestCheckpointPublishes(t *testing.T) {
 		sf.d.PassDone(context.Background())
 		if len(sf.d.ckpt.pubs) != 0 || len(sf.d.ckpt.seeds) != 0 {
 			t.Errorf("state of a gone pod kept: %d publications, %d seeds", len(sf.d.ckpt.pubs), len(sf.d.ckpt.seeds))
+		}
+	})
+}
+
+// TestSnapshotsPerPassCapped: five pods tracked at once come due in the
+// same pass; each pass starts at most MaxSnapshotsPerPass patches, a
+// terminating pod's first, and the others follow on the next passes
+// (counted as delayed), none lost.
+func TestSnapshotsPerPassCapped(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		t0 := time.Now()
+		at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+		var pods []*corev1.Pod
+		for i := range 5 {
+			pods = append(pods, testPod(fmt.Sprintf("p%d", i), map[string]string{"app": "load"}, rl("50m", "64Mi"), rl("100m", "128Mi")))
+		}
+		pol := selectorPolicy("pol", v1alpha1.UpdateModeInPlace)
+		a, d, fk := newTestDecider(t, false, pods, pol)
+		f := withCheckpoints(t, d, fk, nil)
+		for _, p := range pods {
+			observeSeeded(t, d, p, t0, 20)
+		}
+		ctx := context.Background()
+		pass := func(s int) int {
+			t.Helper()
+			d.publishSnapshots(ctx, logr.Discard(), at(s))
+			synctest.Wait()
+			d.Settle(ctx)
+			return f.count()
+		}
+		pass(0) // the publications start
+		for s := 1; s <= 60; s++ {
+			for _, p := range pods {
+				d.Observe(ctx, refOf(p), calm(at(s), 20))
+			}
+		}
+		// The last pod terminates: its snapshot goes in the first pass.
+		gone := pods[4].DeepCopy()
+		gone.DeletionTimestamp = &metav1.Time{Time: at(60)}
+		if err := fk.store.Update(gone); err != nil {
+			t.Fatal(err)
+		}
+		a.UpsertPod(gone)
+		if n := pass(60); n != MaxSnapshotsPerPass {
+			t.Fatalf("%d snapshots in the first due pass, want %d", n, MaxSnapshotsPerPass)
+		}
+		if _, ok, _ := history.ParseSnapshot(annotatedPod(t, fk, pods[4])); !ok {
+			t.Error("the terminating pod's snapshot waits behind the others")
+		}
+		if n := pass(61); n != 4 {
+			t.Errorf("%d snapshots after the second pass, want 4", n)
+		}
+		if n := pass(62); n != 5 {
+			t.Errorf("%d snapshots after the third pass, want all 5", n)
+		}
+		if got := counterValues(t, d.metrics.snapshotsDelayed)[""]; got != 3+1 {
+			t.Errorf("snug_agent_snapshots_delayed_total %v, want 4 (3 put off in the first pass, 1 in the second)", got)
 		}
 	})
 }

@@ -41,8 +41,9 @@ type Metrics struct {
 
 	// Learnt history (checkpoint.go).
 	snapshots     *prometheus.CounterVec
-	snapshotsHeld prometheus.Counter
-	seeds         *prometheus.CounterVec
+	snapshotsHeld    prometheus.Counter
+	snapshotsDelayed prometheus.Counter
+	seeds            *prometheus.CounterVec
 
 	cpuUsage       *prometheus.GaugeVec
 	cpuLimit       *prometheus.GaugeVec
@@ -151,6 +152,10 @@ func newMetrics() *Metrics {
 			Namespace: "snug", Subsystem: "agent", Name: "snapshots_held_total",
 			Help: "Snapshots due but not published: the pod's checkpoint would not change materially.",
 		}),
+		snapshotsDelayed: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "snug", Subsystem: "agent", Name: "snapshots_delayed_total",
+			Help: "Snapshot looks put off to a later pass: the pass had started its most snapshot patches (MaxSnapshotsPerPass).",
+		}),
 		seeds: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "snug", Subsystem: "agent", Name: "checkpoint_seeds_total",
 			Help: "Containers started under a policy, by whether they started from the policy's checkpoint: seeded, none, empty, unreadable, bad, incompatible.",
@@ -175,7 +180,7 @@ func newMetrics() *Metrics {
 		}, []string{"namespace", "pod", "policy", "reason"}),
 	}
 	m.reg.MustRegister(m.passDuration, m.tracked, m.readErrors, m.gone, m.findErrors,
-		m.decisions, m.outcomes, m.appliedLatency, m.budgetHits, m.resizesLastHour, m.deferredActions, m.boosts, m.unboostDelay, m.restartResizes, m.snapshots, m.snapshotsHeld, m.seeds,
+		m.decisions, m.outcomes, m.appliedLatency, m.budgetHits, m.resizesLastHour, m.deferredActions, m.boosts, m.unboostDelay, m.restartResizes, m.snapshots, m.snapshotsHeld, m.snapshotsDelayed, m.seeds,
 		m.cpuUsage, m.cpuLimit, m.throttledRatio, m.throttledRate, m.workingSet, m.memoryLimit, m.headroom, m.oomKills, m.pressure,
 		m.cpuRequest, m.memoryRequest, m.pendingSince,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
