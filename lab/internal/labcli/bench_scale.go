@@ -32,6 +32,7 @@ type benchScaleOptions struct {
 	Warmup, Steady             time.Duration
 	StepFraction               float64
 	StepTimeout                time.Duration
+	PodAge                     time.Duration
 	// MaxLoad is the 1-minute load average per core above which the bench
 	// refuses to start.
 	MaxLoad float64
@@ -41,7 +42,7 @@ type benchScaleOptions struct {
 func newBenchScaleOptions() *benchScaleOptions {
 	return &benchScaleOptions{
 		lab: lab.NewOptions(), Nodes: []int{50, 100, 200}, PodsPerNode: 30, PodsPerPolicy: 30,
-		Warmup: 2 * time.Minute, Steady: 2 * time.Minute, StepFraction: 0.1, StepTimeout: 3 * time.Minute, MaxLoad: 0.5,
+		Warmup: 2 * time.Minute, Steady: 2 * time.Minute, StepFraction: 0.1, StepTimeout: 3 * time.Minute, PodAge: 24 * time.Hour, MaxLoad: 0.5,
 	}
 }
 
@@ -54,6 +55,7 @@ func (o *benchScaleOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.Steady, "steady", o.Steady, "the steady window measured")
 	fs.Float64Var(&o.StepFraction, "step-fraction", o.StepFraction, "share of the pods given a 4x CPU step after the steady window")
 	fs.DurationVar(&o.StepTimeout, "step-timeout", o.StepTimeout, "longest wait for the stepped pods' resizes")
+	fs.DurationVar(&o.PodAge, "pod-age", o.PodAge, "history each pod starts with (a snapshot annotation at its steady load), so that the steady window measures pods that have aged; 0 for new pods")
 	fs.Float64Var(&o.MaxLoad, "max-load", o.MaxLoad, "refuse to start when the 1-minute load average per core is above this")
 	fs.BoolVar(&o.KeepLab, "keep-lab", o.KeepLab, "leave the lab up afterwards (a lab that was already up is always left up)")
 }
@@ -79,6 +81,9 @@ func (o *benchScaleOptions) Validate() error {
 	}
 	if o.StepFraction <= 0 || o.StepFraction > 1 {
 		errs = append(errs, fmt.Errorf("--step-fraction %v is out of range (0, 1]", o.StepFraction))
+	}
+	if o.PodAge < 0 {
+		errs = append(errs, fmt.Errorf("--pod-age %s must not be negative", o.PodAge))
 	}
 	if o.MaxLoad <= 0 {
 		errs = append(errs, fmt.Errorf("--max-load %v must be positive", o.MaxLoad))
@@ -184,8 +189,8 @@ func runBenchScale(ctx context.Context, o *benchScaleOptions, out io.Writer) (er
 	if v, verr := client.Discovery().ServerVersion(); verr == nil {
 		server = v.GitVersion
 	}
-	fmt.Fprintf(out, "snug-lab bench scale: snug %s on Kubernetes %s, kwok v%s, %d cores; nodes %v, %d pods per node, %d per policy; warm-up %s, steady %s, step %.0f%% of the pods to 4x CPU\n",
-		version.Version, server, kwok.Version, runtime.NumCPU(), o.Nodes, o.PodsPerNode, o.PodsPerPolicy, o.Warmup, o.Steady, o.StepFraction*100)
+	fmt.Fprintf(out, "snug-lab bench scale: snug %s on Kubernetes %s, kwok v%s, %d cores; nodes %v, %d pods per node, %d per policy; warm-up %s, steady %s, step %.0f%% of the pods to 4x CPU; pods start with %s of history\n",
+		version.Version, server, kwok.Version, runtime.NumCPU(), o.Nodes, o.PodsPerNode, o.PodsPerPolicy, o.Warmup, o.Steady, o.StepFraction*100, o.PodAge)
 	cfg, err := clientcmd.BuildConfigFromFlags("", o.lab.Kubeconfig())
 	if err != nil {
 		return err
@@ -209,7 +214,7 @@ func runBenchScale(ctx context.Context, o *benchScaleOptions, out io.Writer) (er
 		fmt.Fprintf(out, "== %d nodes\n", n)
 		f, err := scale.Bench(ctx, scale.BenchOptions{
 			Nodes: n, PodsPerNode: o.PodsPerNode, PodsPerPolicy: o.PodsPerPolicy,
-			Warmup: o.Warmup, Steady: o.Steady, StepFraction: o.StepFraction, StepTimeout: o.StepTimeout,
+			Warmup: o.Warmup, Steady: o.Steady, StepFraction: o.StepFraction, StepTimeout: o.StepTimeout, PodAge: o.PodAge,
 			Config: cfg, Scrape: scrape, Log: lw,
 		})
 		lw.Flush()

@@ -2,6 +2,7 @@ package scale
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -26,7 +27,9 @@ import (
 	"github.com/snug-dev/snug/api/v1alpha1"
 	policyclient "github.com/snug-dev/snug/api/v1alpha1/client"
 	"github.com/snug-dev/snug/internal/agent"
+	"github.com/snug-dev/snug/internal/history"
 	"github.com/snug-dev/snug/internal/kube"
+	"github.com/snug-dev/snug/internal/recommend"
 	"github.com/snug-dev/snug/lab/internal/lab/kwok"
 )
 
@@ -44,6 +47,12 @@ type BenchOptions struct {
 	// StepTimeout bounds the wait for their resizes.
 	StepFraction float64
 	StepTimeout  time.Duration
+	// PodAge, when positive, gives every pod a snapshot annotation of that
+	// much history at its steady load, as if it had run that long: its
+	// agent counts it as published, so the steady window measures a fleet
+	// of pods that age, not the first hours of new ones (whose snapshots
+	// go out at each doubling of their seconds).
+	PodAge time.Duration
 	// Config is the API server's client config (an admin's).
 	Config *rest.Config
 	// Scrape reads the components' metrics at a moment: the API server's,
@@ -85,6 +94,10 @@ type Figures struct {
 	// p50, p99, and until 99 % were applied; Applied counts those seen.
 	Stepped, Applied       int
 	StepP50, StepP99, To99 time.Duration
+	// PatchedP50 and PatchedP99: from the agent's patch (the first pod
+	// version whose spec shows the grow) to the applied one: the
+	// decision -> applied latency less the agent's own client wait.
+	PatchedP50, PatchedP99 time.Duration
 }
 
 // WritesPerSec sums writes by kind.
@@ -147,8 +160,19 @@ func Bench(ctx context.Context, o BenchOptions) (f Figures, err error) {
 			return f, fmt.Errorf("creating policy %s: %w", p.Name, err)
 		}
 	}
+	base := Steady{CPUMillis: 50, MemBytes: 48 << 20}
+	var aged string
+	if o.PodAge > 0 {
+		if aged, err = agedSnapshot(base, o.PodAge, time.Now()); err != nil {
+			return f, err
+		}
+	}
 	if err := parallel(ctx, f.Pods, func(i int) error {
-		_, err := cs.CoreV1().Pods(ns).Create(ctx, benchPod(i, nodes[i/o.PodsPerNode], o.PodsPerPolicy), metav1.CreateOptions{})
+		p := benchPod(i, nodes[i/o.PodsPerNode], o.PodsPerPolicy)
+		if aged != "" {
+			p.Annotations = map[string]string{history.SnapshotAnnotation: aged}
+		}
+		_, err := cs.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{})
 		return err
 	}); err != nil {
 		return f, fmt.Errorf("creating pods: %w", err)
@@ -165,7 +189,6 @@ func Bench(ctx context.Context, o BenchOptions) (f Figures, err error) {
 	demand := func(ref agent.ContainerRef) Demand {
 		var i int
 		fmt.Sscanf(ref.Pod, "pod-%d", &i)
-		base := Steady{CPUMillis: 50, MemBytes: 48 << 20}
 		if i%every != 0 {
 			return base
 		}
@@ -233,17 +256,40 @@ func Bench(ctx context.Context, o BenchOptions) (f Figures, err error) {
 
 	// The step.
 	f.Stepped = (f.Pods + every - 1) / every
-	applied, err := watchStep(ctx, cs, ns, every, &stepAt, o.StepTimeout)
+	applied, patched, err := watchStep(ctx, cs, ns, every, &stepAt, o.StepTimeout)
 	if err != nil {
 		return f, err
 	}
 	f.Applied = len(applied)
 	f.StepP50, f.StepP99 = quantile(applied, 0.5), quantile(applied, 0.99)
+	f.PatchedP50, f.PatchedP99 = quantile(patched, 0.5), quantile(patched, 0.99)
 	if need := int(math.Ceil(0.99 * float64(f.Stepped))); len(applied) >= need {
 		f.To99 = applied[need-1]
 	}
-	logf("step: %d of %d stepped pods grown; p50 %.2fs, p99 %.2fs", f.Applied, f.Stepped, f.StepP50.Seconds(), f.StepP99.Seconds())
+	logf("step: %d of %d stepped pods grown; p50 %.2fs, p99 %.2fs; patched -> applied p50 %.2fs, p99 %.2fs",
+		f.Applied, f.Stepped, f.StepP50.Seconds(), f.StepP99.Seconds(), f.PatchedP50.Seconds(), f.PatchedP99.Seconds())
 	return f, nil
+}
+
+// agedSnapshot is the snapshot annotation of a pod whose container "app"
+// ran base's load for age (BenchOptions.PodAge), under the default
+// recommender's half-lives (the bench's policies set none).
+func agedSnapshot(base Steady, age time.Duration, now time.Time) (string, error) {
+	a := recommend.NewAggregate(recommend.DefaultConfig())
+	secs := age.Seconds()
+	a.CPU.Add(base.CPUMillis, secs, now)
+	a.Memory.Add(base.MemBytes, secs, now)
+	a.CPUSeconds, a.MemorySeconds = secs, secs
+	a.MemoryPeakBytes, a.MemoryPeakTime = int64(base.MemBytes), now
+	snap, err := history.NewSnapshot(now, map[string]*recommend.Aggregate{"app": a})
+	if err != nil {
+		return "", fmt.Errorf("an aged snapshot: %w", err)
+	}
+	b, err := json.Marshal(snap)
+	if err != nil {
+		return "", fmt.Errorf("an aged snapshot: %w", err)
+	}
+	return string(b), nil
 }
 
 // stepped is a load that becomes factor times base once *at is set.
@@ -302,14 +348,17 @@ func waitRunning(ctx context.Context, cs kubernetes.Interface, ns string, n int)
 
 // watchStep starts the step (sets *at) and returns, sorted, each stepped
 // pod's time from the step to the first version of it whose status shows
-// a CPU limit above its first.
-func watchStep(ctx context.Context, cs kubernetes.Interface, ns string, every int, at *atomic.Int64, timeout time.Duration) ([]time.Duration, error) {
+// a CPU limit above its first (applied), and from the first version whose
+// spec shows one (the agent's patch, as the API server took it) to that
+// applied one (patched).
+func watchStep(ctx context.Context, cs kubernetes.Interface, ns string, every int, at *atomic.Int64, timeout time.Duration) (applied, patched []time.Duration, err error) {
 	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(ns), informers.WithTransform(kube.StripManagedFields))
 	inf := factory.Core().V1().Pods().Informer()
 	var (
-		mu      sync.Mutex
-		start   time.Time
-		applied = map[string]time.Duration{}
+		mu        sync.Mutex
+		start     time.Time
+		appliedAt = map[string]time.Time{}
+		patchedAt = map[string]time.Time{}
 	)
 	stepped := func(p *corev1.Pod) bool {
 		var i int
@@ -318,27 +367,35 @@ func watchStep(ctx context.Context, cs kubernetes.Interface, ns string, every in
 	}
 	total := 0
 	see := func(obj any) {
+		now := time.Now()
 		p, ok := obj.(*corev1.Pod)
-		if !ok || !stepped(p) || len(p.Status.ContainerStatuses) == 0 || p.Status.ContainerStatuses[0].Resources == nil {
-			return
-		}
-		if p.Status.ContainerStatuses[0].Resources.Limits.Cpu().MilliValue() <= 200 {
+		if !ok || !stepped(p) || len(p.Spec.Containers) == 0 {
 			return
 		}
 		mu.Lock()
 		defer mu.Unlock()
-		if _, seen := applied[p.Name]; !seen && !start.IsZero() {
-			applied[p.Name] = time.Since(start)
+		if start.IsZero() {
+			return
+		}
+		if _, seen := patchedAt[p.Name]; !seen && p.Spec.Containers[0].Resources.Limits.Cpu().MilliValue() > 200 {
+			patchedAt[p.Name] = now
+		}
+		if len(p.Status.ContainerStatuses) == 0 || p.Status.ContainerStatuses[0].Resources == nil ||
+			p.Status.ContainerStatuses[0].Resources.Limits.Cpu().MilliValue() <= 200 {
+			return
+		}
+		if _, seen := appliedAt[p.Name]; !seen {
+			appliedAt[p.Name] = now
 		}
 	}
 	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: see, UpdateFunc: func(_, n any) { see(n) }}); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	factory.Start(wctx.Done())
 	if !cache.WaitForCacheSync(wctx.Done(), inf.HasSynced) {
-		return nil, errors.New("watching the stepped pods: cache did not sync")
+		return nil, nil, errors.New("watching the stepped pods: cache did not sync")
 	}
 	for _, obj := range inf.GetStore().List() {
 		if stepped(obj.(*corev1.Pod)) {
@@ -352,16 +409,19 @@ func watchStep(ctx context.Context, cs kubernetes.Interface, ns string, every in
 	_ = wait.PollUntilContextTimeout(ctx, time.Second, timeout, true, func(context.Context) (bool, error) {
 		mu.Lock()
 		defer mu.Unlock()
-		return len(applied) >= total, nil
+		return len(appliedAt) >= total, nil
 	})
 	mu.Lock()
 	defer mu.Unlock()
-	out := make([]time.Duration, 0, len(applied))
-	for _, d := range applied {
-		out = append(out, d)
+	for name, t := range appliedAt {
+		applied = append(applied, t.Sub(start))
+		if pt, ok := patchedAt[name]; ok {
+			patched = append(patched, t.Sub(pt))
+		}
 	}
-	slices.Sort(out)
-	return out, nil
+	slices.Sort(applied)
+	slices.Sort(patched)
+	return applied, patched, nil
 }
 
 // quantile of sorted durations (nearest rank); 0 for none.

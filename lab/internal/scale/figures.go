@@ -235,6 +235,8 @@ var columns = []column{
 	{"step p50", func(f Figures) float64 { return f.StepP50.Seconds() }, seconds, false},
 	{"step p99", func(f Figures) float64 { return f.StepP99.Seconds() }, seconds, false},
 	{"step to 99%", func(f Figures) float64 { return f.To99.Seconds() }, seconds, false},
+	{"patched -> applied p50", func(f Figures) float64 { return f.PatchedP50.Seconds() }, seconds, false},
+	{"patched -> applied p99", func(f Figures) float64 { return f.PatchedP99.Seconds() }, seconds, false},
 }
 
 // Extrapolated are the node counts the table extrapolates to.

@@ -7,6 +7,12 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/snug-dev/snug/internal/history"
+	"github.com/snug-dev/snug/internal/recommend"
 )
 
 func TestFitLine(t *testing.T) {
@@ -111,3 +117,29 @@ func TestFiguresFromScrapes(t *testing.T) {
 }
 
 func ftoa(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+
+// TestAgedSnapshot: the bench's aged pods carry a snapshot the agent takes
+// as the pod's prior (history.ParseSnapshot, compatible with the default
+// recommender) with the day of seconds it claims.
+func TestAgedSnapshot(t *testing.T) {
+	now := time.Now()
+	v, err := agedSnapshot(Steady{CPUMillis: 50, MemBytes: 48 << 20}, 24*time.Hour, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{history.SnapshotAnnotation: v}}}
+	s, ok, err := history.ParseSnapshot(pod)
+	if !ok || err != nil {
+		t.Fatalf("ParseSnapshot: ok %v, err %v", ok, err)
+	}
+	a, err := s.Aggregate("app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Compatible(recommend.DefaultConfig()); err != nil {
+		t.Error(err)
+	}
+	if a.CPUSeconds != 86400 || a.MemorySeconds != 86400 || a.MemoryPeakBytes != 48<<20 {
+		t.Errorf("cpu %v s, memory %v s, peak %v, want a day of each and 48Mi", a.CPUSeconds, a.MemorySeconds, a.MemoryPeakBytes)
+	}
+}
