@@ -40,7 +40,7 @@ type Metrics struct {
 	restartResizes  *prometheus.CounterVec
 
 	// Learnt history (checkpoint.go).
-	snapshots     *prometheus.CounterVec
+	snapshots        *prometheus.CounterVec
 	snapshotsHeld    prometheus.Counter
 	snapshotsDelayed prometheus.Counter
 	seeds            *prometheus.CounterVec
