@@ -2,6 +2,7 @@ package scale
 
 import (
 	"bytes"
+	"errors"
 	"math"
 	"strconv"
 	"strings"
@@ -9,7 +10,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/snug-dev/snug/internal/history"
 	"github.com/snug-dev/snug/internal/recommend"
@@ -141,5 +147,31 @@ func TestAgedSnapshot(t *testing.T) {
 	}
 	if a.CPUSeconds != 86400 || a.MemorySeconds != 86400 || a.MemoryPeakBytes != 48<<20 {
 		t.Errorf("cpu %v s, memory %v s, peak %v, want a day of each and 48Mi", a.CPUSeconds, a.MemorySeconds, a.MemoryPeakBytes)
+	}
+}
+
+// TestCleanupTimeout: a pod collection delete that outlasts the API
+// server's timeout is no failure (the namespace's deletion finishes it);
+// another error is.
+func TestCleanupTimeout(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		err     error
+		wantErr bool
+	}{
+		{"server timeout", apierrors.NewServerTimeout(schema.GroupResource{Resource: "pods"}, "delete", 0), false},
+		{"timeout", apierrors.NewTimeoutError("the server was unable to return a response in the time allotted", 0), false},
+		{"forbidden", apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", errors.New("no")), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cs := fake.NewClientset(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns"}})
+			cs.PrependReactor("delete-collection", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+				return true, nil, tc.err
+			})
+			err := cleanup(t.Context(), cs, "ns", nil, func(string, ...any) {})
+			if (err != nil) != tc.wantErr {
+				t.Errorf("cleanup: %v, want an error %v", err, tc.wantErr)
+			}
+		})
 	}
 }
