@@ -326,8 +326,9 @@ func (d *Decider) publishSnapshots(ctx context.Context, log logr.Logger, now tim
 	// snapshot is lost once the pod is gone), then the longest unlooked-at.
 	type due struct {
 		uid         types.UID
+		st          *podState
+		pub         *publication
 		terminating bool
-		last        time.Time
 	}
 	var dues []due
 	for uid, st := range d.pods {
@@ -349,7 +350,7 @@ func (d *Decider) publishSnapshots(ctx context.Context, log logr.Logger, now tim
 		if !terminating && now.Sub(pub.last) < c.interval {
 			continue
 		}
-		dues = append(dues, due{uid, terminating, pub.last})
+		dues = append(dues, due{uid, st, pub, terminating})
 	}
 	slices.SortFunc(dues, func(a, b due) int {
 		if a.terminating != b.terminating {
@@ -358,7 +359,7 @@ func (d *Decider) publishSnapshots(ctx context.Context, log logr.Logger, now tim
 			}
 			return 1
 		}
-		if c := a.last.Compare(b.last); c != 0 {
+		if c := a.pub.last.Compare(b.pub.last); c != 0 {
 			return c
 		}
 		return strings.Compare(string(a.uid), string(b.uid))
@@ -370,8 +371,7 @@ func (d *Decider) publishSnapshots(ctx context.Context, log logr.Logger, now tim
 			d.metrics.snapshotsDelayed.Inc()
 			continue
 		}
-		uid, terminating := du.uid, du.terminating
-		st, pub := d.pods[uid], c.pubs[uid]
+		uid, st, pub, terminating := du.uid, du.st, du.pub, du.terminating
 		pub.last = now
 		aggs, seconds, err := snapshotOf(st, pub, now)
 		if err != nil {
