@@ -110,6 +110,10 @@ func RebootV2Node(ctx context.Context, o *Options, log io.Writer) error {
 		return err
 	}
 	start := time.Now()
+	if g.alive() {
+		// For the record of a hang: what its kernel was doing.
+		fmt.Fprintf(log, "the guest's kernel before the reboot:\n%s", V2KernelState(o, 5*time.Second))
+	}
 	fmt.Fprintf(log, "rebooting the cgroup-v2 node %s (pid %d)\n", o.V2.Name, g.PID)
 	if err := killSession(g); err != nil {
 		return err
