@@ -1,12 +1,18 @@
 package lab
 
 import (
+	"cmp"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -89,9 +95,14 @@ func mconsoleCommand(sock, cmd string, timeout time.Duration) (string, error) {
 
 // V2KernelState asks the running guest's kernel, through its mconsole,
 // for its registers and every task's stack (sysrq p and t), for the record
-// of a hang; best effort: what could not be had is said in the text.
+// of a hang. A kernel that spins with its interrupts off (UML blocks its
+// signals) does not answer; then its process's stack is read from the
+// host, a few times, with gdb (frame pointers are on) and named from the
+// kernel's symbols the guest wrote at boot (state/kallsyms). Best effort:
+// what could not be had is said in the text.
 func V2KernelState(o *Options, timeout time.Duration) string {
 	var b strings.Builder
+	answered := false
 	for _, cmd := range []string{"sysrq p", "sysrq t"} {
 		out, err := mconsoleCommand(o.v2Mconsole(), cmd, timeout)
 		fmt.Fprintf(&b, "$ mconsole %s\n%s", cmd, out)
@@ -100,7 +111,107 @@ func V2KernelState(o *Options, timeout time.Duration) string {
 		}
 		if err != nil {
 			fmt.Fprintf(&b, "(%v)\n", err)
+			continue
+		}
+		answered = true
+	}
+	if answered {
+		return b.String()
+	}
+	g, ok := readProc(o, v2Component)
+	if !ok || !g.alive() {
+		return b.String()
+	}
+	gdb, err := exec.LookPath("gdb")
+	if err != nil {
+		b.WriteString("(no gdb on this machine to read the kernel's stack from the host)\n")
+		return b.String()
+	}
+	syms, err := readKallsyms(o.v2Share("state", "kallsyms"))
+	if err != nil {
+		fmt.Fprintf(&b, "(the kernel's symbols: %v; addresses left unnamed)\n", err)
+	}
+	for i := range 3 {
+		if i > 0 {
+			time.Sleep(300 * time.Millisecond)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		out, err := exec.CommandContext(ctx, gdb, "-p", strconv.Itoa(g.PID), "-batch", "-nx",
+			"-ex", "info registers rip", "-ex", "bt 40").CombinedOutput()
+		cancel()
+		fmt.Fprintf(&b, "$ gdb -p %d -batch -ex 'info registers rip' -ex 'bt 40' (sample %d)\n", g.PID, i+1)
+		for _, line := range strings.Split(string(out), "\n") {
+			if strings.HasPrefix(line, "#") || strings.HasPrefix(line, "rip") {
+				b.WriteString(syms.name(line) + "\n")
+			}
+		}
+		if err != nil {
+			fmt.Fprintf(&b, "(gdb: %v)\n", err)
 		}
 	}
 	return b.String()
+}
+
+// kallsyms are a kernel's text symbols by address, sorted.
+type kallsyms struct {
+	addr []uint64
+	sym  []string
+}
+
+// readKallsyms reads /proc/kallsyms lines ("ffffffff81000000 T _stext").
+func readKallsyms(path string) (kallsyms, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return kallsyms{}, err
+	}
+	type sym struct {
+		a uint64
+		n string
+	}
+	var all []sym
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 3 {
+			continue
+		}
+		a, err := strconv.ParseUint(f[0], 16, 64)
+		if err != nil || a == 0 {
+			continue
+		}
+		all = append(all, sym{a, f[2]})
+	}
+	if len(all) == 0 {
+		return kallsyms{}, fmt.Errorf("%s has no symbols with addresses", path)
+	}
+	slices.SortFunc(all, func(x, y sym) int { return cmp.Compare(x.a, y.a) })
+	var k kallsyms
+	for _, s := range all {
+		k.addr, k.sym = append(k.addr, s.a), append(k.sym, s.n)
+	}
+	return k, nil
+}
+
+// hexAddr is an address as gdb prints it.
+var hexAddr = regexp.MustCompile(`0x[0-9a-f]{6,16}`)
+
+// name appends to each address in line the symbol it falls in, as
+// "0x6003f2a1 <tcp_sendmsg+0x21>".
+func (k kallsyms) name(line string) string {
+	if len(k.addr) == 0 {
+		return line
+	}
+	return hexAddr.ReplaceAllStringFunc(line, func(h string) string {
+		a, err := strconv.ParseUint(h[2:], 16, 64)
+		if err != nil {
+			return h
+		}
+		i, found := slices.BinarySearch(k.addr, a)
+		if !found {
+			i--
+		}
+		if i < 0 {
+			return h
+		}
+		return fmt.Sprintf("%s <%s+0x%x>", h, k.sym[i], a-k.addr[i])
+	})
 }

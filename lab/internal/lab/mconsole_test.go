@@ -3,6 +3,7 @@ package lab
 import (
 	"encoding/binary"
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -77,5 +78,28 @@ func TestMconsoleCommand(t *testing.T) {
 	}
 	if _, err := mconsoleCommand(sock, strings.Repeat("x", mconsoleMaxData), time.Second); err == nil {
 		t.Error("a command too long: no error")
+	}
+}
+
+func TestKallsymsName(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "kallsyms")
+	if err := os.WriteFile(path, []byte("0000000060001000 T _stext\n0000000060002000 t spin_here\n0000000060003000 T later\n0000000000000000 T hidden\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	k, err := readKallsyms(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for in, want := range map[string]string{
+		"#0  0x0000000060002010 in ?? ()":               "#0  0x0000000060002010 <spin_here+0x10> in ?? ()",
+		"rip            0x60003000          0x60003000": "rip            0x60003000 <later+0x0>          0x60003000 <later+0x0>",
+		"#1  0x0000000050000000 in ?? ()":               "#1  0x0000000050000000 in ?? ()",
+	} {
+		if got := k.name(in); got != want {
+			t.Errorf("name(%q) = %q, want %q", in, got, want)
+		}
+	}
+	if _, err := readKallsyms(filepath.Join(t.TempDir(), "none")); err == nil {
+		t.Error("no file: no error")
 	}
 }

@@ -155,6 +155,9 @@ S=%[2]s
 mark() { echo "$(cut -d' ' -f1 /proc/uptime) $1" >> $S/state/boot.log; }
 : > $S/state/boot.log
 mark share-mounted
+# The kernel's text symbols, to name the addresses of a hung kernel's stack
+# (V2KernelState); UML has no address randomisation.
+grep ' [tT] ' /proc/kallsyms > $S/state/kallsyms || true
 hostname %[1]s
 ip link set lo up
 ip addr add %[3]s/30 dev eth0
