@@ -45,6 +45,22 @@ var kernelFragment string
 //go:embed uml/xstate.patch
 var kernelPatch string
 
+// vmallocPatch keeps the guest from stalling: Linux frees a BPF program
+// (runc attaches one per container, cgroup v2's device filter) with
+// VM_FLUSH_RESET_PERMS, whose flush spans from the freed pages' direct
+// map to the vmalloc area; UML's flush_tlb_kernel_range walks that range
+// and remaps every changed page with a host munmap and mmap. The guest's
+// kernel was caught there (gdb, state/kallsyms) in each of the hangs it
+// had while pods started (2026-12-06, 1.36.3 and 1.37.2): kworker,
+// bpf_prog_free_deferred, vfree, __purge_vmap_area_lazy,
+// flush_tlb_kernel_range, munmap. UML cannot change a mapping's
+// permissions (no ARCH_HAS_SET_MEMORY or ARCH_HAS_SET_DIRECT_MAP), so
+// there is nothing to reset: the patch returns before that flush where
+// neither is there, and the area is purged lazily as any vfree's.
+//
+//go:embed uml/vmalloc.patch
+var vmallocPatch string
+
 // v2Requirements are the Debian packages the cgroup-v2 node needs on this
 // machine: the kernel's source and tools to build it, debootstrap and
 // mkfs.ext4 for its root filesystem.
@@ -91,7 +107,7 @@ func shortHash(parts ...string) string {
 // KernelPath is the cached UML kernel for the current fragment; a change to
 // the fragment builds a new one.
 func (o *Options) KernelPath() string {
-	return o.umlDir("kernel-6.1-"+shortHash(kernelFragment, kernelPatch), "linux")
+	return o.umlDir("kernel-6.1-"+shortHash(kernelFragment, kernelPatch, vmallocPatch), "linux")
 }
 
 // RootfsPath is the cached root filesystem image for the current package
@@ -144,6 +160,10 @@ func ensureKernel(ctx context.Context, o *Options, log io.Writer) error {
 	if err := os.WriteFile(patch, []byte(kernelPatch), 0o644); err != nil {
 		return err
 	}
+	vpatch := filepath.Join(build, "vmalloc.patch")
+	if err := os.WriteFile(vpatch, []byte(vmallocPatch), 0o644); err != nil {
+		return err
+	}
 	src := filepath.Join(build, "linux-source-6.1")
 	jobs := fmt.Sprintf("-j%d", runtime.NumCPU())
 	steps := []struct {
@@ -152,6 +172,7 @@ func ensureKernel(ctx context.Context, o *Options, log io.Writer) error {
 	}{
 		{build, []string{"tar", "xf", kernelSource}},
 		{src, []string{"patch", "-p1", "-i", patch}},
+		{src, []string{"patch", "-p1", "-i", vpatch}},
 		{src, []string{"make", "ARCH=um", "defconfig"}},
 		{src, []string{"scripts/kconfig/merge_config.sh", "-m", ".config", fragment}},
 		{src, []string{"make", "ARCH=um", "olddefconfig"}},
