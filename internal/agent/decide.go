@@ -163,8 +163,9 @@ type podState struct {
 	// the pod Wanted.
 	decidedAt time.Time
 	resizes   []ResizeJSON
-	// refused is the last patch the API server refused, not sent again
-	// unchanged; an applied resize clears it.
+	// refused is the last patch the API server refused, never sent again
+	// unchanged while the namespace objects it was fitted to are the same;
+	// an applied resize clears it.
 	refused *refusedPatch
 	// nsCondition is the ConditionNamespaceLimited last written,
 	// restartCond the policy.ConditionRestartWanted.
@@ -753,10 +754,14 @@ func (d *Decider) plan(ctx context.Context, log logr.Logger, st *podState, pod *
 		d.readQuotas(ctx, pod.Namespace)
 		return evAwaitQuota
 	}
-	if st.refused != nil && now.Before(st.refused.until) && bytes.Equal(plan.Patch, st.refused.patch) {
-		// The API server refused this very patch (a quota full by other
-		// pods' changes, an admission webhook): it is not sent again
-		// until something changes it.
+	inputs := d.namespaceInputs(pod.Namespace, now)
+	if st.refused != nil && bytes.Equal(plan.Patch, st.refused.patch) && inputs == st.refused.inputs {
+		// The API server refused this very patch, planned on these very
+		// quotas and LimitRanges (a quota full by other pods' changes
+		// since they were read, an admission webhook, RBAC): it is never
+		// sent again unchanged. A new plan (the pod, its recommendation
+		// or the node moved) or a changed quota or LimitRange (its
+		// usage or its limits: what the planner fits to) may send it.
 		st.rec.Feedback(now, recommend.Feedback{Outcome: resize.Deferred, Caps: currentCaps(pod, wish), CapBy: "Refused"})
 		d.metrics.outcomes.WithLabelValues(st.ns, policyName(st.policy), "NoOp").Inc()
 		log.V(1).Info("the API server refused this resize before; not sending it again", "plan", planSummary(pod, plan), "refusal", st.refused.message)
@@ -764,7 +769,7 @@ func (d *Decider) plan(ctx context.Context, log logr.Logger, st *podState, pod *
 	}
 	job := sendJob{
 		uid: pod.UID, pod: pod, policy: policyName(st.policy), patch: plan.Patch, want: plan.Containers, decidedAt: st.decidedAt, plan: plan,
-		summary: planSummary(pod, plan) + " (" + strings.Join(why, "; ") + ")",
+		summary: planSummary(pod, plan) + " (" + strings.Join(why, "; ") + ")", inputs: inputs,
 	}
 	if slices.ContainsFunc(plan.Notes, func(n resize.Note) bool { return n.Adjustment == resize.CappedToNodeRoom }) {
 		job.caps = planCaps(plan)
@@ -892,9 +897,9 @@ func (d *Decider) finish(ctx context.Context, log logr.Logger, r sendResult) {
 	}
 	switch {
 	case r.outcome == resize.Rejected && r.job.deferred == "" && r.job.boost == "":
-		// Not sent again unchanged for the longest backoff; the quotas
-		// are read again before the next grow.
-		st.refused = &refusedPatch{patch: r.job.patch, message: rj.Message, until: now.Add(d.cfg.Recommend.BackoffMax)}
+		// Never sent again unchanged on the same quotas and LimitRanges;
+		// the quotas are read again before the next grow.
+		st.refused = &refusedPatch{patch: r.job.patch, message: rj.Message, inputs: r.job.inputs}
 		delete(d.quotas, st.ns)
 	case r.outcome == resize.Applied:
 		st.refused = nil
@@ -1141,11 +1146,12 @@ func notes(p *resize.Plan) string {
 	return strings.Join(s, "; ")
 }
 
-// refusedPatch is a resize patch the API server refused, and why.
+// refusedPatch is a resize patch the API server refused, why, and the
+// namespace objects it was planned on (namespaceInputs).
 type refusedPatch struct {
 	patch   []byte
 	message string
-	until   time.Time
+	inputs  string
 }
 
 // capByNamespace names a cap from the namespace's room in the

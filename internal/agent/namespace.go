@@ -3,6 +3,8 @@ package agent
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -114,6 +116,34 @@ func (d *Decider) namespaceFor(pod *corev1.Pod, now time.Time) (*resize.Namespac
 		return namespaceOf(pod, nil, lrs), false
 	}
 	return namespaceOf(pod, r.quotas, lrs), true
+}
+
+// namespaceInputs names what namespaceFor gives the planner for pod's
+// namespace at now: each ResourceQuota and LimitRange by name and
+// resourceVersion (a quota's usage moving changes it), whether the quotas
+// are unread, and a failed read. Equal inputs and an equal patch are an
+// equal plan, which a refusal keeps from going out again.
+func (d *Decider) namespaceInputs(ns string, now time.Time) string {
+	var parts []string
+	if d.cfg.LimitRanges != nil {
+		for _, lr := range d.cfg.LimitRanges(ns) {
+			parts = append(parts, "limitrange/"+lr.Name+"@"+lr.ResourceVersion)
+		}
+	}
+	if d.cfg.ListQuotas != nil {
+		switch r, ok := d.quotas[ns]; {
+		case !ok || now.Sub(r.at) >= quotaFresh:
+			parts = append(parts, "quotas unread")
+		case r.err != nil:
+			parts = append(parts, "quotas unreadable")
+		default:
+			for _, q := range r.quotas {
+				parts = append(parts, "resourcequota/"+q.Name+"@"+q.ResourceVersion)
+			}
+		}
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, ",")
 }
 
 // readQuotas starts a read of namespace ns's quotas unless one runs (the
