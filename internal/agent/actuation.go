@@ -42,7 +42,10 @@ type sendJob struct {
 	// namespaceCapped: the plan was fitted to the namespace's quotas or
 	// LimitRanges (caps are then its new requests).
 	namespaceCapped bool
-	summary         string
+	// inputs names the versions of the namespace's objects the plan was
+	// fitted to (namespaceInputs); a refused patch is kept with them.
+	inputs  string
+	summary string
 	// deferred is set for a behavior.deferred action (FitToNode or
 	// Revert), which sets the spec to spec and is no decision of the
 	// recommender's.

@@ -109,6 +109,9 @@ type Decider struct {
 	// quotas are the fresh reads of namespaces' ResourceQuotas
 	// (namespace.go). Loop only.
 	quotas map[string]quotaRead
+	// quotaVersions are the ResourceQuotas of each namespace as last
+	// read, by name and resourceVersion (namespaceInputs).
+	quotaVersions map[string]string
 
 	// boosts are the containers' startup boosts (boost.go). Loop only.
 	boosts map[key]*boostState
@@ -163,9 +166,10 @@ type podState struct {
 	// the pod Wanted.
 	decidedAt time.Time
 	resizes   []ResizeJSON
-	// refused is the last patch the API server refused, not sent again
-	// unchanged; an applied resize clears it.
-	refused *refusedPatch
+	// refused are the patches the API server refused (the latest
+	// maxRefused), none sent again unchanged while the namespace objects
+	// it was fitted to are the same; an applied resize clears them.
+	refused []refusedPatch
 	// nsCondition is the ConditionNamespaceLimited last written,
 	// restartCond the policy.ConditionRestartWanted.
 	nsCondition, restartCond podCondition
@@ -236,12 +240,13 @@ func (a *Agent) Decide(cfg DeciderConfig) (*Decider, error) {
 	}
 	d := &Decider{
 		cfg: cfg, clock: a.clock, metrics: a.metrics, binds: a.binds, listPolicies: cfg.Policies.List,
-		pods:     map[types.UID]*podState{},
-		views:    map[key]*viewState{},
-		fx:       newExecutor(),
-		quotas:   map[string]quotaRead{},
-		boosts:   map[key]*boostState{},
-		boosting: map[types.UID]bool{},
+		pods:          map[types.UID]*podState{},
+		views:         map[key]*viewState{},
+		fx:            newExecutor(),
+		quotas:        map[string]quotaRead{},
+		quotaVersions: map[string]string{},
+		boosts:        map[key]*boostState{},
+		boosting:      map[types.UID]bool{},
 	}
 	if err := cfg.Policies.OnChange(a.binds.policiesChanged); err != nil {
 		return nil, fmt.Errorf("configuring the decider: %w", err)
@@ -753,18 +758,24 @@ func (d *Decider) plan(ctx context.Context, log logr.Logger, st *podState, pod *
 		d.readQuotas(ctx, pod.Namespace)
 		return evAwaitQuota
 	}
-	if st.refused != nil && now.Before(st.refused.until) && bytes.Equal(plan.Patch, st.refused.patch) {
-		// The API server refused this very patch (a quota full by other
-		// pods' changes, an admission webhook): it is not sent again
-		// until something changes it.
-		st.rec.Feedback(now, recommend.Feedback{Outcome: resize.Deferred, Caps: currentCaps(pod, wish), CapBy: "Refused"})
+	inputs := d.namespaceInputs(pod.Namespace)
+	if i := slices.IndexFunc(st.refused, func(r refusedPatch) bool {
+		return bytes.Equal(plan.Patch, r.patch) && inputs == r.inputs
+	}); i >= 0 {
+		// The API server refused this very patch, planned on these very
+		// quotas and LimitRanges (a quota full by other pods' changes
+		// since they were read, an admission webhook, RBAC): it is never
+		// sent again unchanged. A new plan (the pod, its recommendation
+		// or the node moved) or a changed quota or LimitRange (its
+		// usage or its limits: what the planner fits to) may send it.
+		st.rec.Feedback(now, recommend.Feedback{Outcome: resize.Deferred, Caps: wishedCaps(pod, wish), CapBy: "Refused"})
 		d.metrics.outcomes.WithLabelValues(st.ns, policyName(st.policy), "NoOp").Inc()
-		log.V(1).Info("the API server refused this resize before; not sending it again", "plan", planSummary(pod, plan), "refusal", st.refused.message)
+		log.V(1).Info("the API server refused this resize before; not sending it again", "plan", planSummary(pod, plan), "refusal", st.refused[i].message)
 		return evHold
 	}
 	job := sendJob{
 		uid: pod.UID, pod: pod, policy: policyName(st.policy), patch: plan.Patch, want: plan.Containers, decidedAt: st.decidedAt, plan: plan,
-		summary: planSummary(pod, plan) + " (" + strings.Join(why, "; ") + ")",
+		summary: planSummary(pod, plan) + " (" + strings.Join(why, "; ") + ")", inputs: inputs,
 	}
 	if slices.ContainsFunc(plan.Notes, func(n resize.Note) bool { return n.Adjustment == resize.CappedToNodeRoom }) {
 		job.caps = planCaps(plan)
@@ -892,9 +903,12 @@ func (d *Decider) finish(ctx context.Context, log logr.Logger, r sendResult) {
 	}
 	switch {
 	case r.outcome == resize.Rejected && r.job.deferred == "" && r.job.boost == "":
-		// Not sent again unchanged for the longest backoff; the quotas
-		// are read again before the next grow.
-		st.refused = &refusedPatch{patch: r.job.patch, message: rj.Message, until: now.Add(d.cfg.Recommend.BackoffMax)}
+		// Never sent again unchanged on the same quotas and LimitRanges;
+		// the quotas are read again before the next grow.
+		st.refused = append(st.refused, refusedPatch{patch: r.job.patch, message: rj.Message, inputs: r.job.inputs})
+		if len(st.refused) > maxRefused {
+			st.refused = slices.Delete(st.refused, 0, len(st.refused)-maxRefused)
+		}
 		delete(d.quotas, st.ns)
 	case r.outcome == resize.Applied:
 		st.refused = nil
@@ -1141,11 +1155,17 @@ func notes(p *resize.Plan) string {
 	return strings.Join(s, "; ")
 }
 
-// refusedPatch is a resize patch the API server refused, and why.
+// maxRefused is how many refused patches a pod keeps: a pod whose wishes
+// alternate (a cpu grow refused, then a memory shrink refused) sends
+// neither twice; the oldest goes first.
+const maxRefused = 8
+
+// refusedPatch is a resize patch the API server refused, why, and the
+// namespace objects it was planned on (namespaceInputs).
 type refusedPatch struct {
 	patch   []byte
 	message string
-	until   time.Time
+	inputs  string
 }
 
 // capByNamespace names a cap from the namespace's room in the

@@ -3,6 +3,8 @@ package agent
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -116,6 +118,37 @@ func (d *Decider) namespaceFor(pod *corev1.Pod, now time.Time) (*resize.Namespac
 	return namespaceOf(pod, r.quotas, lrs), true
 }
 
+// namespaceInputs names what the planner fits pod's namespace to: each
+// LimitRange and, as of the agent's latest read of them, each
+// ResourceQuota, by name and resourceVersion (a quota's usage moving
+// changes it). Equal inputs and an equal patch are an equal plan, which a
+// refusal keeps from going out again. A read's age does not count: a grow
+// is planned on a fresh read, so its inputs are current; a shrink, planned
+// without one, on the latest read.
+func (d *Decider) namespaceInputs(ns string) string {
+	var parts []string
+	if d.cfg.LimitRanges != nil {
+		for _, lr := range d.cfg.LimitRanges(ns) {
+			parts = append(parts, "limitrange/"+lr.Name+"@"+lr.ResourceVersion)
+		}
+	}
+	slices.Sort(parts)
+	if q := d.quotaVersions[ns]; q != "" {
+		parts = append(parts, q)
+	}
+	return strings.Join(parts, ",")
+}
+
+// quotaVersions names quotas by name and resourceVersion, sorted.
+func quotaVersions(qs []corev1.ResourceQuota) string {
+	parts := []string{"quotas read"}
+	for _, q := range qs {
+		parts = append(parts, "resourcequota/"+q.Name+"@"+q.ResourceVersion)
+	}
+	slices.Sort(parts[1:])
+	return strings.Join(parts, ",")
+}
+
 // readQuotas starts a read of namespace ns's quotas unless one runs (the
 // executor's key); tookQuotas takes its result in.
 func (d *Decider) readQuotas(ctx context.Context, ns string) {
@@ -132,6 +165,9 @@ func (d *Decider) readQuotas(ctx context.Context, ns string) {
 // for it (AwaitingQuota). Loop only.
 func (d *Decider) tookQuotas(ctx context.Context, log logr.Logger, r quotaRead) {
 	d.quotas[r.ns] = r
+	if r.err == nil {
+		d.quotaVersions[r.ns] = quotaVersions(r.quotas)
+	}
 	if r.err != nil {
 		log.Error(r.err, "planning grows without the namespace's ResourceQuotas", "namespace", r.ns, "for", quotaFresh)
 	}

@@ -28,8 +28,10 @@ import (
 type fakeQuotas struct {
 	mu         sync.Mutex
 	hard, used string
-	err        error
-	reads      int
+	// rv is the quota's resourceVersion.
+	rv    string
+	err   error
+	reads int
 }
 
 func (f *fakeQuotas) list(_ context.Context, ns string) ([]corev1.ResourceQuota, error) {
@@ -41,7 +43,7 @@ func (f *fakeQuotas) list(_ context.Context, ns string) ([]corev1.ResourceQuota,
 	}
 	hard := corev1.ResourceList{"limits.cpu": resource.MustParse(f.hard)}
 	return []corev1.ResourceQuota{{
-		ObjectMeta: metav1.ObjectMeta{Name: "q", Namespace: ns},
+		ObjectMeta: metav1.ObjectMeta{Name: "q", Namespace: ns, ResourceVersion: f.rv},
 		Spec:       corev1.ResourceQuotaSpec{Hard: hard},
 		Status:     corev1.ResourceQuotaStatus{Hard: hard, Used: corev1.ResourceList{"limits.cpu": resource.MustParse(f.used)}},
 	}}, nil
@@ -218,6 +220,81 @@ func TestDeciderRefusedPatchNotRepeated(t *testing.T) {
 		v = d.View(pod.UID, "app")
 		if v.LastDecision == nil || v.LastDecision.CPU.Why != "Capped" {
 			t.Errorf("last decision %+v, want cpu held Capped after the refusal", v.LastDecision)
+		}
+	})
+}
+
+// TestDeciderRefusedPatchNeverRepeatedOnSameQuotas: a patch the API
+// server refused, planned on a quota the agent read, is not sent again
+// while that quota is the same, however long the pod keeps asking (past
+// the recommender's cap and the longest backoff); once the quota changes
+// (its usage or limits moved: a new resourceVersion), the plan is new and
+// goes out once more.
+func TestDeciderRefusedPatchNeverRepeatedOnSameQuotas(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		pod := testPod("p", map[string]string{"app": "load"}, rl("50m", "64Mi"), rl("100m", "128Mi"))
+		_, d, fk := newTestDecider(t, false, []*corev1.Pod{pod}, selectorPolicy("pol", v1alpha1.UpdateModeInPlace))
+		q := &fakeQuotas{hard: "10", used: "100m", rv: "1"}
+		d.cfg.ListQuotas = q.list
+		fk.refuse = func(int) error {
+			return apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "p",
+				errors.New("admission webhook \"policy.example.com\" denied the request"))
+		}
+		sent := func() []string {
+			fk.mu.Lock()
+			defer fk.mu.Unlock()
+			var out []string
+			for _, b := range fk.patches {
+				out = append(out, string(b))
+			}
+			return out
+		}
+		// ask observes a throttled pod every second (the agent's pass
+		// interval) for d2: past the recommender's cap and the longest
+		// backoff three times, and long enough for its memory to want a
+		// shrink too (a second wish, refused as well).
+		ask := func(d2 time.Duration) {
+			for end := time.Now().Add(d2); time.Now().Before(end); {
+				time.Sleep(time.Second)
+				d.Observe(ctx, refOf(pod), throttled(time.Now(), 100))
+				d.PassDone(ctx)
+				d.Wait()
+			}
+		}
+		twice := func(ps []string) string {
+			for i, p := range ps {
+				if slices.Contains(ps[:i], p) {
+					return p
+				}
+			}
+			return ""
+		}
+		d.Observe(ctx, refOf(pod), throttled(time.Now(), 100))
+		d.PassDone(ctx)
+		waitResizes(t, d, pod, 1)
+		window := 3 * (d.cfg.Recommend.BackoffMax + d.cfg.Recommend.DeferredCapTTL)
+		ask(window)
+		before := sent()
+		if p := twice(before); p != "" {
+			t.Fatalf("patch %s sent twice on the same quota (%d patches)", p, len(before))
+		}
+		q.mu.Lock()
+		reads := q.reads
+		q.rv = "2"
+		q.mu.Unlock()
+		ask(window)
+		after := sent()[len(before):]
+		if p := twice(after); p != "" {
+			t.Errorf("patch %s sent twice after the quota changed once", p)
+		}
+		if !slices.ContainsFunc(after, func(p string) bool { return slices.Contains(before, p) }) {
+			t.Errorf("after the quota changed: %d patches, none of the refused ones again; want them planned anew and sent once more (last decision %+v)", len(after), d.View(pod.UID, "app").LastDecision)
+		}
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		if q.reads <= reads {
+			t.Errorf("the quota not read again after it changed")
 		}
 	})
 }

@@ -34,11 +34,11 @@ func restartPolicy(pod *corev1.Pod, container string, res corev1.ResourceName) c
 	return corev1.NotRequired
 }
 
-// holdRestarting holds the changes of dec whose resource the container
-// declares RestartContainer: the kubelet would restart the container to
-// apply them, and snug resizes in place only (restart windows,
-// docs/design/restart-windows.md, are not built yet). The other resource
-// is decided as usual: a JVM's memory is RestartContainer, its CPU is not,
+// holdRestarting returns dec with the changes whose resource the
+// container declares RestartContainer held: the kubelet would restart the
+// container to apply them, which only a usable restart window allows (the
+// caller, decide.go, uses the held decision unless restartGoes, and asks
+// the controller for a window). The other resource is decided as usual: a JVM's memory is RestartContainer, its CPU is not,
 // and before this hold the planner refused the pair and the CPU went
 // unresized too. A held change keeps what it wanted in its reason. It
 // reports whether it held anything.
