@@ -11,14 +11,15 @@ import (
 	"time"
 )
 
-// A User-Mode Linux guest here very rarely locks up while it runs: its
-// kernel process spins or sleeps for good, the console and the guest's
-// logs end without a message, and its pods stop answering (twice in the
-// suite's runs on this machine, each time while a container started or
-// was killed). The guest's cgroup mirror writes a heartbeat into the share
-// once a second; V2Stalled reads it, and RebootV2Node starts the guest
-// afresh, so that a test harness (or a person, 'snug-lab v2-node reboot')
-// can tell that lockup from a result and recover from it.
+// A User-Mode Linux guest here could lock up while it ran: its kernel
+// process spun, the console and the guest's logs ended without a message,
+// and its pods stopped answering, while a container started or was killed.
+// The stacks RebootV2Node records (mconsole.go) showed where: a freed BPF
+// program's flush, which uml/vmalloc.patch removes (uml.go). The guest's
+// cgroup mirror writes a heartbeat into the share once a second;
+// V2Stalled reads it, and RebootV2Node starts the guest afresh, so that a
+// test harness (or a person, 'snug-lab v2-node reboot') can tell a lockup
+// from a result and recover from it.
 
 func (o *Options) v2Heartbeat() string { return o.v2Share("state", "heartbeat") }
 
