@@ -165,11 +165,10 @@ func (d *Decider) readQuotas(ctx context.Context, ns string) {
 // for it (AwaitingQuota). Loop only.
 func (d *Decider) tookQuotas(ctx context.Context, log logr.Logger, r quotaRead) {
 	d.quotas[r.ns] = r
-	if r.err == nil {
-		d.quotaVersions[r.ns] = quotaVersions(r.quotas)
-	}
 	if r.err != nil {
 		log.Error(r.err, "planning grows without the namespace's ResourceQuotas", "namespace", r.ns, "for", quotaFresh)
+	} else {
+		d.quotaVersions[r.ns] = quotaVersions(r.quotas)
 	}
 	now := d.clock.Now()
 	for uid, st := range d.pods {

@@ -38,9 +38,9 @@ func restartPolicy(pod *corev1.Pod, container string, res corev1.ResourceName) c
 // container declares RestartContainer held: the kubelet would restart the
 // container to apply them, which only a usable restart window allows (the
 // caller, decide.go, uses the held decision unless restartGoes, and asks
-// the controller for a window). The other resource is decided as usual: a JVM's memory is RestartContainer, its CPU is not,
-// and before this hold the planner refused the pair and the CPU went
-// unresized too. A held change keeps what it wanted in its reason. It
+// the controller for a window). The other resource is decided as usual:
+// a JVM's memory is RestartContainer, its CPU is not, and before this hold
+// the planner refused the pair and the CPU went unresized too. A held change keeps what it wanted in its reason. It
 // reports whether it held anything.
 func holdRestarting(pod *corev1.Pod, container string, dec recommend.Decision, actual recommend.Resources) (recommend.Decision, bool) {
 	held := false

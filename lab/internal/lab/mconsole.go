@@ -99,8 +99,9 @@ func mconsoleCommand(sock, cmd string, timeout time.Duration) (string, error) {
 // signals) does not answer; then its process's stack is read from the
 // host, a few times, with gdb (frame pointers are on) and named from the
 // kernel's symbols the guest wrote at boot (state/kallsyms). Best effort:
-// what could not be had is said in the text.
-func V2KernelState(o *Options, timeout time.Duration) string {
+// what could not be had is said in the text. pid is the guest's kernel
+// process.
+func V2KernelState(o *Options, pid int, timeout time.Duration) string {
 	var b strings.Builder
 	answered := false
 	for _, cmd := range []string{"sysrq p", "sysrq t"} {
@@ -118,10 +119,6 @@ func V2KernelState(o *Options, timeout time.Duration) string {
 	if answered {
 		return b.String()
 	}
-	g, ok := readProc(o, v2Component)
-	if !ok || !g.alive() {
-		return b.String()
-	}
 	gdb, err := exec.LookPath("gdb")
 	if err != nil {
 		b.WriteString("(no gdb on this machine to read the kernel's stack from the host)\n")
@@ -136,10 +133,10 @@ func V2KernelState(o *Options, timeout time.Duration) string {
 			time.Sleep(300 * time.Millisecond)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		out, err := exec.CommandContext(ctx, gdb, "-p", strconv.Itoa(g.PID), "-batch", "-nx",
+		out, err := exec.CommandContext(ctx, gdb, "-p", strconv.Itoa(pid), "-batch", "-nx",
 			"-ex", "info registers rip", "-ex", "bt 40").CombinedOutput()
 		cancel()
-		fmt.Fprintf(&b, "$ gdb -p %d -batch -ex 'info registers rip' -ex 'bt 40' (sample %d)\n", g.PID, i+1)
+		fmt.Fprintf(&b, "$ gdb -p %d -batch -ex 'info registers rip' -ex 'bt 40' (sample %d)\n", pid, i+1)
 		for _, line := range strings.Split(string(out), "\n") {
 			if strings.HasPrefix(line, "#") || strings.HasPrefix(line, "rip") {
 				b.WriteString(syms.name(line) + "\n")
@@ -152,23 +149,21 @@ func V2KernelState(o *Options, timeout time.Duration) string {
 	return b.String()
 }
 
-// kallsyms are a kernel's text symbols by address, sorted.
-type kallsyms struct {
-	addr []uint64
-	sym  []string
+// kallsyms are a kernel's text symbols, sorted by address.
+type kallsyms []ksym
+
+type ksym struct {
+	addr uint64
+	name string
 }
 
 // readKallsyms reads /proc/kallsyms lines ("ffffffff81000000 T _stext").
 func readKallsyms(path string) (kallsyms, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return kallsyms{}, err
+		return nil, err
 	}
-	type sym struct {
-		a uint64
-		n string
-	}
-	var all []sym
+	var k kallsyms
 	for _, line := range strings.Split(string(data), "\n") {
 		f := strings.Fields(line)
 		if len(f) < 3 {
@@ -178,16 +173,12 @@ func readKallsyms(path string) (kallsyms, error) {
 		if err != nil || a == 0 {
 			continue
 		}
-		all = append(all, sym{a, f[2]})
+		k = append(k, ksym{a, f[2]})
 	}
-	if len(all) == 0 {
-		return kallsyms{}, fmt.Errorf("%s has no symbols with addresses", path)
+	if len(k) == 0 {
+		return nil, fmt.Errorf("%s has no symbols with addresses", path)
 	}
-	slices.SortFunc(all, func(x, y sym) int { return cmp.Compare(x.a, y.a) })
-	var k kallsyms
-	for _, s := range all {
-		k.addr, k.sym = append(k.addr, s.a), append(k.sym, s.n)
-	}
+	slices.SortFunc(k, func(x, y ksym) int { return cmp.Compare(x.addr, y.addr) })
 	return k, nil
 }
 
@@ -197,7 +188,7 @@ var hexAddr = regexp.MustCompile(`0x[0-9a-f]{6,16}`)
 // name appends to each address in line the symbol it falls in, as
 // "0x6003f2a1 <tcp_sendmsg+0x21>".
 func (k kallsyms) name(line string) string {
-	if len(k.addr) == 0 {
+	if len(k) == 0 {
 		return line
 	}
 	return hexAddr.ReplaceAllStringFunc(line, func(h string) string {
@@ -205,13 +196,13 @@ func (k kallsyms) name(line string) string {
 		if err != nil {
 			return h
 		}
-		i, found := slices.BinarySearch(k.addr, a)
+		i, found := slices.BinarySearchFunc(k, a, func(s ksym, a uint64) int { return cmp.Compare(s.addr, a) })
 		if !found {
 			i--
 		}
 		if i < 0 {
 			return h
 		}
-		return fmt.Sprintf("%s <%s+0x%x>", h, k.sym[i], a-k.addr[i])
+		return fmt.Sprintf("%s <%s+0x%x>", h, k[i].name, a-k[i].addr)
 	})
 }

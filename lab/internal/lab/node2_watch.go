@@ -113,7 +113,7 @@ func RebootV2Node(ctx context.Context, o *Options, log io.Writer) error {
 	start := time.Now()
 	if g.alive() {
 		// For the record of a hang: what its kernel was doing.
-		fmt.Fprintf(log, "the guest's kernel before the reboot:\n%s", V2KernelState(o, 5*time.Second))
+		fmt.Fprintf(log, "the guest's kernel before the reboot:\n%s", V2KernelState(o, g.PID, 5*time.Second))
 	}
 	fmt.Fprintf(log, "rebooting the cgroup-v2 node %s (pid %d)\n", o.V2.Name, g.PID)
 	if err := killSession(g); err != nil {

@@ -33,7 +33,7 @@ const kernelSource = "/usr/src/linux-source-6.1.tar.xz"
 //go:embed uml/kernel.config
 var kernelFragment string
 
-// kernelPatch lets the guest run on a host whose XSAVE area is larger
+// xstatePatch lets the guest run on a host whose XSAVE area is larger
 // than the 2696 bytes (AVX-512) UML 6.1 assumes: on a host with AMX
 // (11008 bytes) the host's PTRACE_SETREGSET refuses UML's buffer with
 // EFAULT and init dies at once ("ptrace set fp regs failed, errno = 14");
@@ -43,7 +43,7 @@ var kernelFragment string
 // room for it (CONFIG_KERNEL_STACK_ORDER).
 //
 //go:embed uml/xstate.patch
-var kernelPatch string
+var xstatePatch string
 
 // vmallocPatch keeps the guest from stalling: Linux frees a BPF program
 // (runc attaches one per container, cgroup v2's device filter) with
@@ -60,6 +60,12 @@ var kernelPatch string
 //
 //go:embed uml/vmalloc.patch
 var vmallocPatch string
+
+// kernelPatches are applied to the source in this order.
+var kernelPatches = []struct{ name, text string }{
+	{"xstate.patch", xstatePatch},
+	{"vmalloc.patch", vmallocPatch},
+}
 
 // v2Requirements are the Debian packages the cgroup-v2 node needs on this
 // machine: the kernel's source and tools to build it, debootstrap and
@@ -107,7 +113,11 @@ func shortHash(parts ...string) string {
 // KernelPath is the cached UML kernel for the current fragment; a change to
 // the fragment builds a new one.
 func (o *Options) KernelPath() string {
-	return o.umlDir("kernel-6.1-"+shortHash(kernelFragment, kernelPatch, vmallocPatch), "linux")
+	parts := []string{kernelFragment}
+	for _, p := range kernelPatches {
+		parts = append(parts, p.text)
+	}
+	return o.umlDir("kernel-6.1-"+shortHash(parts...), "linux")
 }
 
 // RootfsPath is the cached root filesystem image for the current package
@@ -156,27 +166,25 @@ func ensureKernel(ctx context.Context, o *Options, log io.Writer) error {
 	if err := os.WriteFile(fragment, []byte(kernelFragment), 0o644); err != nil {
 		return err
 	}
-	patch := filepath.Join(build, "xstate.patch")
-	if err := os.WriteFile(patch, []byte(kernelPatch), 0o644); err != nil {
-		return err
-	}
-	vpatch := filepath.Join(build, "vmalloc.patch")
-	if err := os.WriteFile(vpatch, []byte(vmallocPatch), 0o644); err != nil {
-		return err
-	}
 	src := filepath.Join(build, "linux-source-6.1")
 	jobs := fmt.Sprintf("-j%d", runtime.NumCPU())
-	steps := []struct {
+	type step struct {
 		dir  string
 		argv []string
-	}{
-		{build, []string{"tar", "xf", kernelSource}},
-		{src, []string{"patch", "-p1", "-i", patch}},
-		{src, []string{"patch", "-p1", "-i", vpatch}},
+	}
+	steps := []step{{build, []string{"tar", "xf", kernelSource}}}
+	for _, p := range kernelPatches {
+		path := filepath.Join(build, p.name)
+		if err := os.WriteFile(path, []byte(p.text), 0o644); err != nil {
+			return err
+		}
+		steps = append(steps, step{src, []string{"patch", "-p1", "-i", path}})
+	}
+	steps = append(steps, []step{
 		{src, []string{"make", "ARCH=um", "defconfig"}},
 		{src, []string{"scripts/kconfig/merge_config.sh", "-m", ".config", fragment}},
 		{src, []string{"make", "ARCH=um", "olddefconfig"}},
-	}
+	}...)
 	for _, s := range steps {
 		if err := runLogged(ctx, lf, s.dir, s.argv...); err != nil {
 			return fmt.Errorf("building the UML kernel: %w; last lines of %s:\n%s", err, logPath, Tail(logPath, 15))
