@@ -62,7 +62,7 @@ vet:
 	$(GO) vet ./...
 	cd $(LAB) && $(GO) vet ./... && $(GO) vet -tags e2e ./e2e/
 
-# The CI gate (docs/testing.md): the product's unit tests with -race, the
+# The CI gate (lab/docs/testing.md): the product's unit tests with -race, the
 # lab's unit tests, the api tier on every version, the core e2e on
 # CORE_VERSION and the smoke on the other versions; it ends by printing each
 # tier's wall time and the 20 slowest tests (output in bin/test-out).

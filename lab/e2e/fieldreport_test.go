@@ -17,7 +17,7 @@ import (
 	"github.com/snug-dev/snug/lab/internal/experiment"
 )
 
-// The field report's experiments (docs/experiments.md), one test each. The
+// The field report's experiments (lab/docs/experiments.md), one test each. The
 // experiments record; these tests hold them to what the report saw, per
 // Kubernetes version where the versions differ. Values are exact: they
 // assume the lab's node (2000m allocatable cpu, nothing else running).

@@ -5,7 +5,7 @@
 // down. Select the Kubernetes version with SNUG_KUBERNETES_VERSION; set
 // SNUG_E2E_REUSE=1 to run against a lab that is already up (and leave it up),
 // and the tier with SNUG_E2E_TIER (api, core, smoke, full or all; tier_test.go
-// and docs/testing.md): a -run flag given by hand wins over it.
+// and lab/docs/testing.md): a -run flag given by hand wins over it.
 package e2e
 
 import (

@@ -12,7 +12,7 @@ import (
 	"testing"
 )
 
-// The tiers of the e2e suite (docs/testing.md). make test (the CI gate)
+// The tiers of the e2e suite (lab/docs/testing.md). make test (the CI gate)
 // runs the api tier on every version, core on one and smoke on the others;
 // make test-full runs api, core and full on every version.
 const (

@@ -1,5 +1,5 @@
 // Package experiment runs the field report's in-place resize experiments
-// (docs/experiments.md) against a live cluster and returns what happened:
+// (lab/docs/experiments.md) against a live cluster and returns what happened:
 // timelines of desired (spec), allocated and actual (status) resources and
 // the resize conditions, the cgroup values the kubelet wrote, the errors the
 // API server returned, and how long each step took.

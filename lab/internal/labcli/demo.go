@@ -97,7 +97,7 @@ without restarting it. It builds on Kubernetes' in-place pod resize: a patch
 to the pod's "resize" subresource changes what the pod asks for, the kubelet
 rewrites the container's cgroup limits, and reports what it applied in the
 pod's status. This demo runs two of the field report's experiments
-(docs/experiments.md) on a one-node cluster on this machine, "the lab".
+(lab/docs/experiments.md) on a one-node cluster on this machine, "the lab".
 
 How to read the tables:
   DESIRED  spec.containers[0].resources: what the pod asks for
@@ -208,7 +208,7 @@ func runDemoExperiments(ctx context.Context, o *demoOptions, out io.Writer) (err
 	}
 	printDeferred(out, def)
 
-	fmt.Fprintln(out, "\nBoth experiments, and five more, run as e2e tests: make test (see docs/experiments.md).")
+	fmt.Fprintln(out, "\nBoth experiments, and five more, run as e2e tests: make test (see lab/docs/experiments.md).")
 	printLabLeftUp(out, alreadyUp || o.keepLab)
 	return nil
 }

@@ -25,7 +25,7 @@
 //     distribution (Latencies; docs/benchmarks.md, 1.35.4: the status showed
 //     the new resources 0.24-0.92 s after the patch), rounded up to whole
 //     seconds of the replay. A memory limit below the current working set
-//     is refused as the kubelet does (docs/experiments.md, the field report's
+//     is refused as the kubelet does (lab/docs/experiments.md, the field report's
 //     experiment 6): the resize stays pending (in progress) and is retried
 //     every second until it fits or another resize replaces it.
 //   - A resize of a resource whose resizePolicy is RestartContainer restarts
