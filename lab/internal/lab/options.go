@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -103,8 +105,13 @@ func (o *Options) Validate() error {
 	} else if len(filepath.Join(o.Dir, "run", "containerd", "containerd.sock.ttrpc")) > 100 {
 		errs = append(errs, fmt.Errorf("--dir %q is too long for a unix socket path", o.Dir))
 	}
-	if !versionRE.MatchString(o.KubernetesVersion) {
+	switch {
+	case !versionRE.MatchString(o.KubernetesVersion):
 		errs = append(errs, fmt.Errorf("--kubernetes-version must look like 1.35.4, got %q", o.KubernetesVersion))
+	case !slices.Contains(Versions, o.KubernetesVersion):
+		// Each version's kubelet and node image are built and tested
+		// here; another would be built and run untested.
+		errs = append(errs, fmt.Errorf("--kubernetes-version %s: the lab supports %s", o.KubernetesVersion, strings.Join(Versions, ", ")))
 	}
 	if o.CacheDir == "" {
 		errs = append(errs, errors.New("--cache-dir must not be empty"))
