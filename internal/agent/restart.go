@@ -40,8 +40,9 @@ func restartPolicy(pod *corev1.Pod, container string, res corev1.ResourceName) c
 // caller, decide.go, uses the held decision unless restartGoes, and asks
 // the controller for a window). The other resource is decided as usual:
 // a JVM's memory is RestartContainer, its CPU is not, and before this hold
-// the planner refused the pair and the CPU went unresized too. A held change keeps what it wanted in its reason. It
-// reports whether it held anything.
+// the planner refused the pair and the CPU went unresized too. A held
+// change keeps what it wanted in its reason. It reports whether it held
+// anything.
 func holdRestarting(pod *corev1.Pod, container string, dec recommend.Decision, actual recommend.Resources) (recommend.Decision, bool) {
 	held := false
 	if dec.CPU.Action != recommend.Hold && restartPolicy(pod, container, corev1.ResourceCPU) == corev1.RestartContainer {
