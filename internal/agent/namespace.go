@@ -139,8 +139,8 @@ func (d *Decider) namespaceInputs(ns string) string {
 	return strings.Join(parts, ",")
 }
 
-// quotaVersions names quotas by name and resourceVersion, sorted.
-func quotaVersions(qs []corev1.ResourceQuota) string {
+// quotaInputs names quotas by name and resourceVersion, sorted.
+func quotaInputs(qs []corev1.ResourceQuota) string {
 	parts := []string{"quotas read"}
 	for _, q := range qs {
 		parts = append(parts, "resourcequota/"+q.Name+"@"+q.ResourceVersion)
@@ -168,7 +168,7 @@ func (d *Decider) tookQuotas(ctx context.Context, log logr.Logger, r quotaRead) 
 	if r.err != nil {
 		log.Error(r.err, "planning grows without the namespace's ResourceQuotas", "namespace", r.ns, "for", quotaFresh)
 	} else {
-		d.quotaVersions[r.ns] = quotaVersions(r.quotas)
+		d.quotaVersions[r.ns] = quotaInputs(r.quotas)
 	}
 	now := d.clock.Now()
 	for uid, st := range d.pods {
