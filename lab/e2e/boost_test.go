@@ -113,11 +113,12 @@ func TestStartupBoost(t *testing.T) {
 	}
 	// ContainersReady's time has whole seconds: the delay from it is up to
 	// a second long; the agent's is from when it saw the pod Ready.
-	t.Logf("BOOST %s: time to Ready (start-up, the container's clock) %.2fs without snug, %.2fs under snug without a boost (cpu request %s at Ready, from 100m), %.2fs with the boost; boost decided %.2fs and applied %.2fs after the container started (whole seconds); Ready -> unboost applied %.2fs (ContainersReady, whole seconds), %.2fs from the agent seeing Ready",
+	t.Logf("BOOST %s: time to Ready (start-up, the container's clock) %.2fs without snug, %.2fs under snug without a boost (cpu request %s at Ready, from 100m), %.2fs with the boost; boost decided %.2fs and applied %.2fs after the container started (whole seconds); Ready -> unboost applied %.2fs (ContainersReady, whole seconds), %.2fs from the agent seeing Ready (decided %.2fs after it, applied by the kubelet %.2fs after the decision)",
 		labOpts.KubernetesVersion, bare.Seconds(), grown.Seconds(), grownCPU, took.Seconds(),
 		boost.DecidedAt.Sub(getPod(t, ns, pod).Status.ContainerStatuses[0].State.Running.StartedAt.Time).Seconds(),
 		boost.AppliedAt.Sub(getPod(t, ns, pod).Status.ContainerStatuses[0].State.Running.StartedAt.Time).Seconds(),
-		unboost.AppliedAt.Sub(readyAt).Seconds(), unboost.AppliedAt.Sub(*seen).Seconds())
+		unboost.AppliedAt.Sub(readyAt).Seconds(), unboost.AppliedAt.Sub(*seen).Seconds(),
+		unboost.DecidedAt.Sub(*seen).Seconds(), unboost.AppliedAt.Sub(unboost.DecidedAt).Seconds())
 	waitEvent(t, ns, pod, agent.ReasonStartupBoost)
 	assertInPlace(t, ns, pod, id, corev1.PodQOSBurstable)
 }
