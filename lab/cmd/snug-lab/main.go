@@ -5,8 +5,10 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/snug-dev/snug/lab/internal/labcli"
@@ -14,7 +16,20 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	var finished atomic.Bool
+	go func() {
+		<-ctx.Done()
+		if finished.Load() {
+			return
+		}
+		// The first signal ends the work and starts the clean-up (a
+		// bench deletes thousands of pods, the lab stops its processes);
+		// a second one ends the process at once, as a signal does.
+		stop()
+		fmt.Fprintln(os.Stderr, "snug-lab: stopping: cleaning up (a second interrupt quits at once, leaving what was made)")
+	}()
 	code := labcli.Run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	finished.Store(true)
 	stop()
 	os.Exit(code)
 }

@@ -229,6 +229,40 @@ func (s *Snug) leads(ctx context.Context, ok func(*corev1.Pod) bool) bool {
 	return true
 }
 
+// KillLeader deletes the leading controller pod with a grace period of
+// 0, a crash rather than a shutdown: it does not release the Lease, so the
+// standby takes over when the Lease expires. It returns the pod's name.
+func (s *Snug) KillLeader(ctx context.Context) (string, error) {
+	if s.install == nil {
+		return "", errors.New("kill the leader: snug is not installed in-cluster")
+	}
+	if !s.leads(ctx, func(*corev1.Pod) bool { return true }) {
+		return "", errors.New("kill the leader: no Ready controller pod holds the Lease")
+	}
+	leader := s.ControllerPod
+	err := s.client.CoreV1().Pods(s.install.namespace()).Delete(ctx, leader, metav1.DeleteOptions{GracePeriodSeconds: new(int64)})
+	if err != nil {
+		return "", fmt.Errorf("killing the leading controller %s: %w", leader, err)
+	}
+	return leader, nil
+}
+
+// WaitLeader waits until a Ready controller pod other than old holds the
+// Lease, points ControllerPod and ControllerMetricsURL at it and returns
+// its name.
+func (s *Snug) WaitLeader(ctx context.Context, old string) (string, error) {
+	if s.install == nil {
+		return "", errors.New("wait for a leader: snug is not installed in-cluster")
+	}
+	err := poll(ctx, 100*time.Millisecond, func(ctx context.Context) (bool, error) {
+		return s.leads(ctx, func(p *corev1.Pod) bool { return p.Name != old }), nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("waiting for a controller other than %s to lead: %w", old, err)
+	}
+	return s.ControllerPod, nil
+}
+
 // WaitAgent waits until a Ready agent pod other than old runs on the
 // install's node and answers /readyz (the DaemonSet replaced a deleted
 // one), and points AgentPod and AgentURL at it.

@@ -33,6 +33,10 @@ type benchScaleOptions struct {
 	StepFraction               float64
 	StepTimeout                time.Duration
 	PodAge                     time.Duration
+	CreateRates                []int
+	CreateFor                  time.Duration
+	RolloutWindow              time.Duration
+	LeaderKill                 bool
 	// MaxLoad is the 1-minute load average per core above which the bench
 	// refuses to start.
 	MaxLoad float64
@@ -43,6 +47,7 @@ func newBenchScaleOptions() *benchScaleOptions {
 	return &benchScaleOptions{
 		lab: lab.NewOptions(), Nodes: []int{50, 100, 200}, PodsPerNode: 30, PodsPerPolicy: 30,
 		Warmup: 2 * time.Minute, Steady: 2 * time.Minute, StepFraction: 0.1, StepTimeout: 3 * time.Minute, PodAge: 24 * time.Hour, MaxLoad: 0.5,
+		CreateRates: []int{10, 50, 100}, CreateFor: 10 * time.Second, RolloutWindow: time.Minute, LeaderKill: true,
 	}
 }
 
@@ -56,6 +61,10 @@ func (o *benchScaleOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.Float64Var(&o.StepFraction, "step-fraction", o.StepFraction, "share of the pods given a 4x CPU step after the steady window")
 	fs.DurationVar(&o.StepTimeout, "step-timeout", o.StepTimeout, "longest wait for the stepped pods' resizes")
 	fs.DurationVar(&o.PodAge, "pod-age", o.PodAge, "history each pod starts with (a snapshot annotation at its steady load), so that the steady window measures pods that have aged; 0 for new pods")
+	fs.IntSliceVar(&o.CreateRates, "create-rates", o.CreateRates, "pod creation rates (per second) through snug's admission webhook, each held for --create-for, after the step; empty skips the phase")
+	fs.DurationVar(&o.CreateFor, "create-for", o.CreateFor, "how long each --create-rates rate is held")
+	fs.DurationVar(&o.RolloutWindow, "rollout-window", o.RolloutWindow, "after the creations, restart every hollow agent at once and count their writes over this window; 0 skips the rollout")
+	fs.BoolVar(&o.LeaderKill, "leader-kill", o.LeaderKill, "end each count with a leader kill: delete the leading controller pod with no grace period and time the takeover and a policy's status")
 	fs.Float64Var(&o.MaxLoad, "max-load", o.MaxLoad, "refuse to start when the 1-minute load average per core is above this")
 	fs.BoolVar(&o.KeepLab, "keep-lab", o.KeepLab, "leave the lab up afterwards (a lab that was already up is always left up)")
 }
@@ -81,6 +90,17 @@ func (o *benchScaleOptions) Validate() error {
 	}
 	if o.StepFraction <= 0 || o.StepFraction > 1 {
 		errs = append(errs, fmt.Errorf("--step-fraction %v is out of range (0, 1]", o.StepFraction))
+	}
+	for _, r := range o.CreateRates {
+		if r < 1 || r > 1000 {
+			errs = append(errs, fmt.Errorf("--create-rates %d is out of range [1, 1000]", r))
+		}
+	}
+	if len(o.CreateRates) > 0 && (o.CreateFor < time.Second || o.CreateFor > 10*time.Minute) {
+		errs = append(errs, fmt.Errorf("--create-for %s is out of range [1s, 10m]", o.CreateFor))
+	}
+	if o.RolloutWindow < 0 {
+		errs = append(errs, fmt.Errorf("--rollout-window %s must not be negative", o.RolloutWindow))
 	}
 	if o.PodAge < 0 {
 		errs = append(errs, fmt.Errorf("--pod-age %s must not be negative", o.PodAge))
@@ -109,8 +129,13 @@ count: creates the nodes, one SnugPolicy per --pods-per-policy pods and
 --steady window (snug's writes by kind from the agents' and the controller's
 own counters, the API server's requests and write p99 from its metrics, the
 controller's CPU and RSS, etcd's growth), then steps --step-fraction of the
-pods to 4x their CPU and times each grow until applied. It prints a row per
-count and each linear figure extrapolated to 1,000 and 5,000 nodes.
+pods to 4x their CPU and times each grow until applied. Then, as
+configured: pods created through snug's admission webhook at each
+--create-rates rate (the webhook's latency as the API server timed it),
+every hollow agent restarted at once (--rollout-window: time to ready,
+writes), and a leader kill (--leader-kill: the takeover, and a policy's
+status after a change of its spec). It prints a row per count and each
+linear figure extrapolated to 1,000 and 5,000 nodes.
 
 It refuses to start on a busy machine (--max-load), since its figures would
 be the other work's. docs/scale.md has the method and what kwok does not
@@ -209,12 +234,18 @@ func runBenchScale(ctx context.Context, o *benchScaleOptions, out io.Writer) (er
 		}
 		return sc, nil
 	}
+	var kill func(context.Context) (string, error)
+	var waitLeader func(context.Context, string) (string, error)
+	if o.LeaderKill {
+		kill, waitLeader = s.KillLeader, s.WaitLeader
+	}
 	var runs []scale.Figures
 	for _, n := range o.Nodes {
 		fmt.Fprintf(out, "== %d nodes\n", n)
 		f, err := scale.Bench(ctx, scale.BenchOptions{
 			Nodes: n, PodsPerNode: o.PodsPerNode, PodsPerPolicy: o.PodsPerPolicy,
 			Warmup: o.Warmup, Steady: o.Steady, StepFraction: o.StepFraction, StepTimeout: o.StepTimeout, PodAge: o.PodAge,
+			CreateRates: o.CreateRates, CreateFor: o.CreateFor, RolloutWindow: o.RolloutWindow, KillLeader: kill, WaitLeader: waitLeader,
 			Config: cfg, Scrape: scrape, Log: lw,
 		})
 		lw.Flush()

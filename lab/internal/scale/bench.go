@@ -54,6 +54,20 @@ type BenchOptions struct {
 	// of pods that age, not the first hours of new ones (whose snapshots
 	// go out at each doubling of their seconds).
 	PodAge time.Duration
+	// CreateRates are the pod creation rates (per second) of the creation
+	// phase, each held for CreateFor: pods through snug's admission
+	// webhook, placed by the scheduler. None skips the phase.
+	CreateRates []int
+	CreateFor   time.Duration
+	// RolloutWindow, when positive, runs the agent rollout: every hollow
+	// agent stopped and started again at once, its writes counted over
+	// this window after the start.
+	RolloutWindow time.Duration
+	// KillLeader, when set, ends the run with a leader kill: it kills the
+	// leading controller (a crash) and returns its name; WaitLeader waits
+	// until another leads and returns its name.
+	KillLeader func(ctx context.Context) (string, error)
+	WaitLeader func(ctx context.Context, old string) (string, error)
 	// Config is the API server's client config (an admin's).
 	Config *rest.Config
 	// Scrape reads the components' metrics at a moment: the API server's,
@@ -87,9 +101,14 @@ type Figures struct {
 	APIWriteP99   time.Duration
 	ControllerCPU float64 // cores, process_cpu_seconds_total over the window
 	ControllerRSS float64 // bytes, process_resident_memory_bytes at the end
-	// Etcd: its database size at the end and its growth over the window,
-	// per hour (etcd_mvcc_db_total_size_in_use_in_bytes).
-	EtcdBytes, EtcdGrowthPerHour float64
+	// Etcd: its database size in use at the end
+	// (etcd_mvcc_db_total_size_in_use_in_bytes, which the API server's
+	// compaction lowers every 5 minutes, so no growth figure), what the
+	// API server sent it over the window, per hour (all clients), and
+	// snug's share estimated from its writes (EtcdBytesPerHour) at
+	// ObjectBytes, each resource's mean object size.
+	EtcdBytes, EtcdWrittenPerHour, SnugEtcdPerHour float64
+	ObjectBytes                                   map[string]float64
 	// Step: how many pods were stepped, and from the step to each one's
 	// applied CPU grow (its status resources showing a higher CPU limit):
 	// p50, p99, and until 99 % were applied; Applied counts those seen.
@@ -99,6 +118,11 @@ type Figures struct {
 	// version whose spec shows the grow) to the applied one: the
 	// decision -> applied latency less the agent's own client wait.
 	PatchedP50, PatchedP99 time.Duration
+	// The phases after the step, when run: pod creation through the
+	// webhook at each rate, the agent rollout and the leader kill.
+	Creations []Creation
+	Rollout   *Rollout
+	Failover  *Failover
 }
 
 // WritesPerSec sums writes by kind.
@@ -201,26 +225,10 @@ func Bench(ctx context.Context, o BenchOptions) (f Figures, err error) {
 	}
 	ao := agent.NewOptions()
 	ao.Autoscale = true
-	fleet := &Fleet{Base: o.Config, Nodes: nodes, Options: *ao, Seed: 1, Demand: demand}
-	fctx, stopFleet := context.WithCancel(ctx)
-	fleetErr := make(chan error, 1)
-	go func() { fleetErr <- fleet.Run(fctx) }()
-	defer func() {
-		stopFleet()
-		if ferr := <-fleetErr; ferr != nil {
-			err = errors.Join(err, ferr)
-		}
-	}()
-	if err := wait.PollUntilContextTimeout(ctx, time.Second, 5*time.Minute, true, func(context.Context) (bool, error) {
-		select {
-		case err := <-fleetErr:
-			fleetErr <- err
-			return false, fmt.Errorf("the fleet stopped: %w", err)
-		default:
-		}
-		return fleet.Ready() == len(nodes), nil
-	}); err != nil {
-		return f, fmt.Errorf("waiting for %d hollow agents: %w", len(nodes), err)
+	fleet := startFleet(ctx, &Fleet{Base: o.Config, Nodes: nodes, Options: *ao, Seed: 1, Demand: demand})
+	defer func() { err = errors.Join(err, fleet.stop()) }()
+	if err := fleet.waitReady(ctx); err != nil {
+		return f, err
 	}
 	logf("%d hollow agents ready; warming up for %s", len(nodes), o.Warmup)
 	if err := sleep(ctx, o.Warmup); err != nil {
@@ -256,6 +264,7 @@ func Bench(ctx context.Context, o BenchOptions) (f Figures, err error) {
 		f.BusiestNodeWritesPerMin = max(f.BusiestNodeWritesPerMin, nodeWrites/secs*60)
 	}
 	f.fromScrapes(before, after)
+	f.SnugEtcdPerHour = EtcdBytesPerHour(f.ObjectBytes, f.AgentWrites, f.ControllerWrites)
 	logf("steady %.0fs: snug agents %.2f writes/s, controller %.2f writes/s; API server %.1f requests/s",
 		secs, WritesPerSec(f.AgentWrites), WritesPerSec(f.ControllerWrites), f.APIRequests)
 
@@ -273,7 +282,85 @@ func Bench(ctx context.Context, o BenchOptions) (f Figures, err error) {
 	}
 	logf("step: %d of %d stepped pods grown; p50 %.2fs, p99 %.2fs; patched -> applied p50 %.2fs, p99 %.2fs",
 		f.Applied, f.Stepped, f.StepP50.Seconds(), f.StepP99.Seconds(), f.PatchedP50.Seconds(), f.PatchedP99.Seconds())
+
+	if len(o.CreateRates) > 0 {
+		if f.Creations, err = create(ctx, cs, ns, f.Policies, o.CreateRates, o.CreateFor, o.Scrape, logf); err != nil {
+			return f, err
+		}
+	}
+	if o.RolloutWindow > 0 {
+		if err := fleet.stop(); err != nil {
+			return f, fmt.Errorf("stopping the fleet for the rollout: %w", err)
+		}
+		start := time.Now()
+		fleet = startFleet(ctx, &Fleet{Base: o.Config, Nodes: nodes, Options: *ao, Seed: 2, Demand: demand})
+		if err := fleet.waitReady(ctx); err != nil {
+			return f, err
+		}
+		r := &Rollout{Ready: time.Since(start), Window: o.RolloutWindow, Writes: map[Request]float64{}}
+		if err := sleep(ctx, time.Until(start.Add(o.RolloutWindow))); err != nil {
+			return f, err
+		}
+		total := 0.0
+		for k, n := range Writes(fleet.Requests()) {
+			r.Writes[k] = n / o.RolloutWindow.Seconds()
+			total += n
+		}
+		r.WritesPerNode = total / float64(len(nodes))
+		f.Rollout = r
+		logf("rollout: %d agents restarted at once, all ready in %.1fs; %.2f writes per node in the %s after", len(nodes), r.Ready.Seconds(), r.WritesPerNode, o.RolloutWindow)
+	}
+	if o.KillLeader != nil && o.WaitLeader != nil {
+		fo, err := failover(ctx, pc, ns, "group-0", o.KillLeader, o.WaitLeader)
+		if err != nil {
+			return f, err
+		}
+		f.Failover = &fo
+		logf("leader kill: %s killed, %s leads after %.1fs; a policy's changed spec in its status after %.1fs", fo.Killed, fo.Leader, fo.Takeover.Seconds(), fo.StatusLag.Seconds())
+	}
 	return f, nil
+}
+
+// runningFleet is a fleet running in its own goroutine.
+type runningFleet struct {
+	*Fleet
+	cancel context.CancelFunc
+	done   chan error
+	err    error
+	once   sync.Once
+}
+
+func startFleet(ctx context.Context, f *Fleet) *runningFleet {
+	fctx, cancel := context.WithCancel(ctx)
+	r := &runningFleet{Fleet: f, cancel: cancel, done: make(chan error, 1)}
+	go func() { r.done <- f.Run(fctx) }()
+	return r
+}
+
+// waitReady waits until every agent of the fleet has synced.
+func (r *runningFleet) waitReady(ctx context.Context) error {
+	err := wait.PollUntilContextTimeout(ctx, time.Second, 5*time.Minute, true, func(context.Context) (bool, error) {
+		select {
+		case err := <-r.done:
+			r.done <- err
+			return false, fmt.Errorf("the fleet stopped: %w", err)
+		default:
+		}
+		return r.Ready() == len(r.Nodes), nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for %d hollow agents: %w", len(r.Nodes), err)
+	}
+	return nil
+}
+
+// stop stops the fleet and returns its error; again, the same.
+func (r *runningFleet) stop() error {
+	r.once.Do(func() {
+		r.cancel()
+		r.err = <-r.done
+	})
+	return r.err
 }
 
 // agedSnapshot is the snapshot annotation of a pod whose container "app"

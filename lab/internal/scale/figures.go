@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -96,6 +97,18 @@ func buckets(fams map[string]*dto.MetricFamily, name string, keep func(*dto.Metr
 	return out
 }
 
+// samples counts a histogram family's observations whose labels keep says
+// to keep (nil keeps all).
+func samples(fams map[string]*dto.MetricFamily, name string, keep func(*dto.Metric) bool) float64 {
+	n := 0.0
+	for _, m := range fams[name].GetMetric() {
+		if keep == nil || keep(m) {
+			n += float64(m.GetHistogram().GetSampleCount())
+		}
+	}
+	return n
+}
+
 // histogramQuantile is Prometheus' histogram_quantile over the
 // difference of two cumulative bucket sets (linear within a bucket).
 func histogramQuantile(q float64, before, after map[float64]float64) float64 {
@@ -165,7 +178,51 @@ func (f *Figures) fromScrapes(before, after Scrape) {
 	eb, ea := families(before.Etcd), families(after.Etcd)
 	const db = "etcd_mvcc_db_total_size_in_use_in_bytes"
 	f.EtcdBytes = sum(ea, db, nil)
-	f.EtcdGrowthPerHour = (sum(ea, db, nil) - sum(eb, db, nil)) / secs * 3600
+	// What the API server sent etcd: every write's whole object (a new
+	// revision), and the reads' small requests.
+	const rx = "etcd_network_client_grpc_received_bytes_total"
+	f.EtcdWrittenPerHour = (sum(ea, rx, nil) - sum(eb, rx, nil)) / secs * 3600
+	f.ObjectBytes = meanSizes(aa)
+}
+
+// meanSizes is each resource's mean object size in bytes, as its watch
+// events carried it (apiserver_watch_events_sizes, since the API server
+// started).
+func meanSizes(fams map[string]*dto.MetricFamily) map[string]float64 {
+	out := map[string]float64{}
+	n := map[string]float64{}
+	for _, m := range fams["apiserver_watch_events_sizes"].GetMetric() {
+		r := label(m, "resource")
+		out[r] += m.GetHistogram().GetSampleSum()
+		n[r] += float64(m.GetHistogram().GetSampleCount())
+	}
+	for r := range out {
+		if n[r] == 0 {
+			delete(out, r)
+			continue
+		}
+		out[r] /= n[r]
+	}
+	return out
+}
+
+// EtcdBytesPerHour estimates the bytes that writes at rates put into etcd
+// per hour: each create, update or patch stores the whole object again
+// (a new revision, until compaction), at its resource's mean size in
+// sizes. Writes of resources without watch events (token and access
+// reviews) store nothing; deletes only a tombstone, counted as nothing.
+func EtcdBytesPerHour(sizes map[string]float64, rates ...map[Request]float64) float64 {
+	total := 0.0
+	for _, m := range rates {
+		for r, v := range m {
+			if r.Verb == "delete" || r.Verb == "deletecollection" {
+				continue
+			}
+			res, _, _ := strings.Cut(r.Resource, "/")
+			total += v * 3600 * sizes[res]
+		}
+	}
+	return total
 }
 
 // Fit is a least-squares line y = A + B*x.
@@ -230,13 +287,83 @@ var columns = []column{
 	{"API write p99", func(f Figures) float64 { return f.APIWriteP99.Seconds() }, seconds, false},
 	{"controller cores", func(f Figures) float64 { return f.ControllerCPU }, num(3), true},
 	{"controller RSS", func(f Figures) float64 { return f.ControllerRSS }, mib, true},
-	{"etcd growth/h", func(f Figures) float64 { return f.EtcdGrowthPerHour }, mib, true},
+	{"snug's etcd bytes/h (est)", func(f Figures) float64 { return f.SnugEtcdPerHour }, mib, true},
+	{"etcd written/h (all)", func(f Figures) float64 { return f.EtcdWrittenPerHour }, mib, true},
 	{"step applied", func(f Figures) float64 { return float64(f.Applied) }, num(0), false},
 	{"step p50", func(f Figures) float64 { return f.StepP50.Seconds() }, seconds, false},
 	{"step p99", func(f Figures) float64 { return f.StepP99.Seconds() }, seconds, false},
 	{"step to 99%", func(f Figures) float64 { return f.To99.Seconds() }, seconds, false},
 	{"patched -> applied p50", func(f Figures) float64 { return f.PatchedP50.Seconds() }, seconds, false},
 	{"patched -> applied p99", func(f Figures) float64 { return f.PatchedP99.Seconds() }, seconds, false},
+}
+
+// phaseColumns are the figures of the phases after the step that the runs
+// ran: per creation rate, the webhook's and the creates' latencies; the
+// rollout's; the leader kill's.
+func phaseColumns(runs []Figures) []column {
+	var out []column
+	var rates []int
+	rollout, failover := false, false
+	for _, r := range runs {
+		for _, c := range r.Creations {
+			if !slices.Contains(rates, c.Rate) {
+				rates = append(rates, c.Rate)
+			}
+		}
+		rollout = rollout || r.Rollout != nil
+		failover = failover || r.Failover != nil
+	}
+	slices.Sort(rates)
+	msec := func(v float64) string { return strconv.FormatFloat(v*1000, 'f', 1, 64) + "ms" }
+	pct := func(v float64) string { return strconv.FormatFloat(v*100, 'f', 1, 64) + "%" }
+	for _, rate := range rates {
+		at := func(get func(Creation) float64) func(Figures) float64 {
+			return func(f Figures) float64 {
+				for _, c := range f.Creations {
+					if c.Rate == rate {
+						return get(c)
+					}
+				}
+				return math.NaN()
+			}
+		}
+		out = append(out,
+			column{fmt.Sprintf("%d/s: created/s", rate), at(func(c Creation) float64 { return c.Achieved }), num(1), false},
+			column{fmt.Sprintf("%d/s: webhook p50", rate), at(func(c Creation) float64 { return c.WebhookP50.Seconds() }), msec, false},
+			column{fmt.Sprintf("%d/s: webhook p99", rate), at(func(c Creation) float64 { return c.WebhookP99.Seconds() }), msec, false},
+			column{fmt.Sprintf("%d/s: webhook <=25ms", rate), at(func(c Creation) float64 { return c.Under25ms }), pct, false},
+			column{fmt.Sprintf("%d/s: create p99", rate), at(func(c Creation) float64 { return c.CreateP99.Seconds() }), msec, false},
+		)
+	}
+	if rollout {
+		get := func(v func(*Rollout) float64) func(Figures) float64 {
+			return func(f Figures) float64 {
+				if f.Rollout == nil {
+					return math.NaN()
+				}
+				return v(f.Rollout)
+			}
+		}
+		out = append(out,
+			column{"rollout: all ready", get(func(r *Rollout) float64 { return r.Ready.Seconds() }), seconds, false},
+			column{"rollout: writes/node", get(func(r *Rollout) float64 { return r.WritesPerNode }), num(2), false},
+		)
+	}
+	if failover {
+		get := func(v func(*Failover) float64) func(Figures) float64 {
+			return func(f Figures) float64 {
+				if f.Failover == nil {
+					return math.NaN()
+				}
+				return v(f.Failover)
+			}
+		}
+		out = append(out,
+			column{"leader kill: takeover", get(func(r *Failover) float64 { return r.Takeover.Seconds() }), seconds, false},
+			column{"leader kill: status lag", get(func(r *Failover) float64 { return r.StatusLag.Seconds() }), seconds, false},
+		)
+	}
+	return out
 }
 
 // Extrapolated are the node counts the table extrapolates to.
@@ -258,7 +385,7 @@ func PrintTable(out io.Writer, runs []Figures) {
 	for i, r := range runs {
 		xs[i] = float64(r.Nodes)
 	}
-	for _, c := range columns {
+	for _, c := range append(slices.Clone(columns), phaseColumns(runs)...) {
 		fmt.Fprintf(out, "%-26s", c.name)
 		ys := make([]float64, len(runs))
 		for i, r := range runs {

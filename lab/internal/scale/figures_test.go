@@ -2,6 +2,7 @@ package scale
 
 import (
 	"bytes"
+	"fmt"
 	"errors"
 	"math"
 	"strconv"
@@ -65,7 +66,12 @@ apiserver_request_duration_seconds_sum{verb="GET"} 1
 apiserver_request_duration_seconds_count{verb="GET"} 100
 `
 
-const apiAfter = `# TYPE apiserver_request_total counter
+const apiAfter = `# TYPE apiserver_watch_events_sizes histogram
+apiserver_watch_events_sizes_bucket{group="",resource="pods",version="v1",le="4096"} 10
+apiserver_watch_events_sizes_bucket{group="",resource="pods",version="v1",le="+Inf"} 10
+apiserver_watch_events_sizes_sum{group="",resource="pods",version="v1"} 30000
+apiserver_watch_events_sizes_count{group="",resource="pods",version="v1"} 10
+# TYPE apiserver_request_total counter
 apiserver_request_total{verb="GET",resource="pods",code="200"} 700
 apiserver_request_total{verb="PATCH",resource="pods",code="200"} 70
 # TYPE apiserver_request_duration_seconds histogram
@@ -90,13 +96,14 @@ func TestFiguresFromScrapes(t *testing.T) {
 			"# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total " + ftoa(cpu) + "\n" +
 			"# TYPE process_resident_memory_bytes gauge\nprocess_resident_memory_bytes " + ftoa(rss) + "\n"
 	}
-	etcd := func(b float64) string {
-		return "# TYPE etcd_mvcc_db_total_size_in_use_in_bytes gauge\netcd_mvcc_db_total_size_in_use_in_bytes " + ftoa(b) + "\n"
+	etcd := func(b, rx float64) string {
+		return "# TYPE etcd_mvcc_db_total_size_in_use_in_bytes gauge\netcd_mvcc_db_total_size_in_use_in_bytes " + ftoa(b) + "\n" +
+			"# TYPE etcd_network_client_grpc_received_bytes_total counter\netcd_network_client_grpc_received_bytes_total " + ftoa(rx) + "\n"
 	}
 	var f Figures
 	f.fromScrapes(
-		Scrape{At: t0, APIServer: apiBefore, Controller: ctl(10, 1, 100<<20), Etcd: etcd(1 << 20)},
-		Scrape{At: t0.Add(time.Minute), APIServer: apiAfter, Controller: ctl(70, 7, 120<<20), Etcd: etcd(2 << 20)},
+		Scrape{At: t0, APIServer: apiBefore, Controller: ctl(10, 1, 100<<20), Etcd: etcd(1<<20, 5<<20)},
+		Scrape{At: t0.Add(time.Minute), APIServer: apiAfter, Controller: ctl(70, 7, 120<<20), Etcd: etcd(2<<20, 6<<20)},
 	)
 	if f.APIRequests != 11 {
 		t.Errorf("API requests/s %v, want 660/60 = 11", f.APIRequests)
@@ -110,8 +117,11 @@ func TestFiguresFromScrapes(t *testing.T) {
 	if f.ControllerCPU != 0.1 || f.ControllerRSS != 120<<20 {
 		t.Errorf("controller %v cores, RSS %v, want 0.1 and 120Mi", f.ControllerCPU, f.ControllerRSS)
 	}
-	if f.EtcdBytes != 2<<20 || f.EtcdGrowthPerHour != 60<<20 {
-		t.Errorf("etcd %v bytes, %v/h, want 2Mi and 60Mi/h", f.EtcdBytes, f.EtcdGrowthPerHour)
+	if f.EtcdBytes != 2<<20 || f.EtcdWrittenPerHour != 60<<20 {
+		t.Errorf("etcd %v bytes, %v written/h, want 2Mi and 60Mi/h", f.EtcdBytes, f.EtcdWrittenPerHour)
+	}
+	if f.ObjectBytes["pods"] != 3000 {
+		t.Errorf("mean pod size %v, want 3000 (the watch events' sum over count)", f.ObjectBytes["pods"])
 	}
 	var out bytes.Buffer
 	PrintTable(&out, []Figures{f})
@@ -173,5 +183,74 @@ func TestCleanupTimeout(t *testing.T) {
 				t.Errorf("cleanup: %v, want an error %v", err, tc.wantErr)
 			}
 		})
+	}
+}
+
+// TestEtcdBytesPerHour: each stored write is its object's mean size, an
+// hour of them; deletes and writes of resources without watch events
+// (reviews, not stored) add nothing; a subresource is its resource's.
+func TestEtcdBytesPerHour(t *testing.T) {
+	sizes := map[string]float64{"pods": 3000, "configmaps": 10000}
+	agents := map[Request]float64{{"patch", "pods"}: 0.5, {"delete", "pods"}: 1, {"patch", "pods/resize"}: 0.5}
+	ctl := map[Request]float64{{"update", "configmaps"}: 0.1, {"create", "tokenreviews"}: 5}
+	got := EtcdBytesPerHour(sizes, agents, ctl)
+	want := 3600 * (0.5*3000 + 0.5*3000 + 0.1*10000)
+	if got != want {
+		t.Errorf("EtcdBytesPerHour = %v, want %v", got, want)
+	}
+}
+
+// TestWebhookFromScrapes: snug's webhook calls between two scrapes of the
+// API server, not another webhook's: the shares within 25 and 100 ms are
+// the bucket counts', the quantiles interpolated within a bucket.
+func TestWebhookFromScrapes(t *testing.T) {
+	hist := func(ours, other [4]int) string {
+		s := "# TYPE apiserver_admission_webhook_admission_duration_seconds histogram\n"
+		for _, w := range []struct {
+			name string
+			c    [4]int
+		}{{WebhookName, ours}, {"other.example.com", other}} {
+			for i, le := range []string{"0.005", "0.025", "0.1", "+Inf"} {
+				s += fmt.Sprintf("apiserver_admission_webhook_admission_duration_seconds_bucket{name=%q,operation=\"CREATE\",rejected=\"false\",type=\"admit\",le=%q} %d\n", w.name, le, w.c[i])
+			}
+			s += fmt.Sprintf("apiserver_admission_webhook_admission_duration_seconds_sum{name=%q,operation=\"CREATE\",rejected=\"false\",type=\"admit\"} 1\n", w.name)
+			s += fmt.Sprintf("apiserver_admission_webhook_admission_duration_seconds_count{name=%q,operation=\"CREATE\",rejected=\"false\",type=\"admit\"} %d\n", w.name, w.c[3])
+		}
+		return s
+	}
+	var c Creation
+	// 100 new calls of ours: 50 within 5ms, 40 in (5, 25], 10 in (25, 100].
+	c.webhookFrom(Scrape{APIServer: hist([4]int{10, 10, 10, 10}, [4]int{0, 0, 0, 0})},
+		Scrape{APIServer: hist([4]int{60, 100, 110, 110}, [4]int{0, 0, 0, 500})})
+	if c.Calls != 100 || c.Under25ms != 0.9 || c.Under100ms != 1 {
+		t.Errorf("calls %v, within 25ms %v, within 100ms %v; want 100, 0.9, 1", c.Calls, c.Under25ms, c.Under100ms)
+	}
+	if c.WebhookP50.Round(time.Microsecond) != 5*time.Millisecond {
+		t.Errorf("p50 %v, want 5ms (the 50th call ends the first bucket)", c.WebhookP50)
+	}
+	if want := 25*time.Millisecond + 67500*time.Microsecond; c.WebhookP99.Round(time.Microsecond) != want {
+		t.Errorf("p99 %v, want %v (9 of the 10 calls into (25, 100])", c.WebhookP99, want)
+	}
+}
+
+// TestPhaseColumns: the table shows a row per creation rate figure, the
+// rollout's and the leader kill's, only when a run ran them, with the
+// runs that did not as NaN.
+func TestPhaseColumns(t *testing.T) {
+	runs := []Figures{
+		{Nodes: 50, Creations: []Creation{{Rate: 10, Achieved: 9.9, WebhookP99: 20 * time.Millisecond, Under25ms: 0.995}}, Failover: &Failover{Takeover: 16 * time.Second}},
+		{Nodes: 100, Rollout: &Rollout{Ready: 3 * time.Second, WritesPerNode: 0.5}},
+	}
+	var out bytes.Buffer
+	PrintTable(&out, runs)
+	for _, want := range []string{"10/s: webhook p99", "20.0ms", "99.5%", "rollout: all ready", "3.00s", "leader kill: takeover", "16.00s", "NaN"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, out.String())
+		}
+	}
+	out.Reset()
+	PrintTable(&out, []Figures{{Nodes: 50}})
+	if strings.Contains(out.String(), "rollout") || strings.Contains(out.String(), "webhook") {
+		t.Errorf("a run without phases shows phase rows:\n%s", out.String())
 	}
 }
