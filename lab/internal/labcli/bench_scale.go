@@ -21,6 +21,8 @@ import (
 	"github.com/snug-dev/snug/internal/version"
 	"github.com/snug-dev/snug/lab/internal/lab"
 	"github.com/snug-dev/snug/lab/internal/lab/kwok"
+	"github.com/snug-dev/snug/lab/internal/quality"
+	"github.com/snug-dev/snug/lab/internal/quality/trace"
 	"github.com/snug-dev/snug/lab/internal/scale"
 )
 
@@ -37,6 +39,11 @@ type benchScaleOptions struct {
 	CreateFor                  time.Duration
 	RolloutWindow              time.Duration
 	LeaderKill                 bool
+	// Trace is a directory (or file) of Google cluster-data 2019 rows
+	// whose tasks' loads the pods play; GoogleMode and Google read it.
+	Trace      string
+	GoogleMode string
+	Google     trace.GoogleOptions
 	// MaxLoad is the 1-minute load average per core above which the bench
 	// refuses to start.
 	MaxLoad float64
@@ -48,6 +55,7 @@ func newBenchScaleOptions() *benchScaleOptions {
 		lab: lab.NewOptions(), Nodes: []int{50, 100, 200}, PodsPerNode: 30, PodsPerPolicy: 30,
 		Warmup: 2 * time.Minute, Steady: 2 * time.Minute, StepFraction: 0.1, StepTimeout: 3 * time.Minute, PodAge: 24 * time.Hour, MaxLoad: 0.5,
 		CreateRates: []int{10, 50, 100}, CreateFor: 10 * time.Second, RolloutWindow: time.Minute, LeaderKill: true,
+		GoogleMode: "drawn", Google: trace.GoogleOptions{CPUMillis: 64000, MemBytes: 256 << 30, Seed: 1, Hours: 72},
 	}
 }
 
@@ -65,6 +73,10 @@ func (o *benchScaleOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.CreateFor, "create-for", o.CreateFor, "how long each --create-rates rate is held")
 	fs.DurationVar(&o.RolloutWindow, "rollout-window", o.RolloutWindow, "after the creations, restart every hollow agent at once and count their writes over this window; 0 skips the rollout")
 	fs.BoolVar(&o.LeaderKill, "leader-kill", o.LeaderKill, "end each count with a leader kill: delete the leading controller pod with no grace period and time the takeover and a policy's status")
+	fs.StringVar(&o.Trace, "trace", o.Trace, "play real loads: Google cluster-data 2019 instance_usage rows as cloud-traces-comparison publishes them (a CSV file or a directory of them, docs/quality.md); each policy's pods play one task from a seeded offset, with its resources and, with --pod-age, its own history before it (default: a flat 50m and 48Mi)")
+	fs.StringVar(&o.GoogleMode, "google-mode", o.GoogleMode, "--trace: drawn (each second's cpu drawn from its window's percentiles) or hold (each window's mean cpu and peak memory held for its 5 minutes)")
+	fs.Float64Var(&o.Google.CPUMillis, "google-cpu-millis", o.Google.CPUMillis, "--trace: millicores a normalised cpu of 1.0 (the largest machine) stands for")
+	fs.Float64Var(&o.Google.MemBytes, "google-mem-bytes", o.Google.MemBytes, "--trace: bytes a normalised memory of 1.0 stands for")
 	fs.Float64Var(&o.MaxLoad, "max-load", o.MaxLoad, "refuse to start when the 1-minute load average per core is above this")
 	fs.BoolVar(&o.KeepLab, "keep-lab", o.KeepLab, "leave the lab up afterwards (a lab that was already up is always left up)")
 }
@@ -99,6 +111,10 @@ func (o *benchScaleOptions) Validate() error {
 	if len(o.CreateRates) > 0 && (o.CreateFor < time.Second || o.CreateFor > 10*time.Minute) {
 		errs = append(errs, fmt.Errorf("--create-for %s is out of range [1s, 10m]", o.CreateFor))
 	}
+	if o.GoogleMode != "drawn" && o.GoogleMode != "hold" {
+		errs = append(errs, fmt.Errorf("--google-mode %q: want drawn or hold", o.GoogleMode))
+	}
+	o.Google.Hold = o.GoogleMode == "hold"
 	if o.RolloutWindow < 0 {
 		errs = append(errs, fmt.Errorf("--rollout-window %s must not be negative", o.RolloutWindow))
 	}
@@ -170,6 +186,13 @@ func loadPerCore() (float64, error) {
 }
 
 func runBenchScale(ctx context.Context, o *benchScaleOptions, out io.Writer) (err error) {
+	var traces []*trace.Trace
+	if o.Trace != "" {
+		// Read first: a bad trace changes nothing.
+		if traces, err = quality.ReadGoogleFiles(o.Trace, o.Google); err != nil {
+			return cli.WithExitCode(2, err)
+		}
+	}
 	if l, err := loadPerCore(); err != nil {
 		return err
 	} else if l > o.MaxLoad {
@@ -214,8 +237,16 @@ func runBenchScale(ctx context.Context, o *benchScaleOptions, out io.Writer) (er
 	if v, verr := client.Discovery().ServerVersion(); verr == nil {
 		server = v.GitVersion
 	}
-	fmt.Fprintf(out, "snug-lab bench scale: snug %s on Kubernetes %s, kwok v%s, %d cores; nodes %v, %d pods per node, %d per policy; warm-up %s, steady %s, step %.0f%% of the pods to 4x CPU; pods start with %s of history\n",
-		version.Version, server, kwok.Version, runtime.NumCPU(), o.Nodes, o.PodsPerNode, o.PodsPerPolicy, o.Warmup, o.Steady, o.StepFraction*100, o.PodAge)
+	loads := "a flat 50m and 48Mi"
+	if len(traces) > 0 {
+		n := 0
+		for _, t := range traces {
+			n += len(t.Pods)
+		}
+		loads = fmt.Sprintf("%d tasks of %d jobs of %s (%s mode, 1.0 = %.0fm and %.0f GiB, seed %d)", n, len(traces), o.Trace, o.GoogleMode, o.Google.CPUMillis, o.Google.MemBytes/(1<<30), o.Google.Seed)
+	}
+	fmt.Fprintf(out, "snug-lab bench scale: snug %s on Kubernetes %s, kwok v%s, %d cores; nodes %v, %d pods per node, %d per policy; loads: %s; warm-up %s, steady %s, step %.0f%% of the pods to 4x CPU; pods start with %s of history; creations at %v pods/s for %s each, rollout window %s, leader kill %v\n",
+		version.Version, server, kwok.Version, runtime.NumCPU(), o.Nodes, o.PodsPerNode, o.PodsPerPolicy, loads, o.Warmup, o.Steady, o.StepFraction*100, o.PodAge, o.CreateRates, o.CreateFor, o.RolloutWindow, o.LeaderKill)
 	cfg, err := clientcmd.BuildConfigFromFlags("", o.lab.Kubeconfig())
 	if err != nil {
 		return err
@@ -246,6 +277,7 @@ func runBenchScale(ctx context.Context, o *benchScaleOptions, out io.Writer) (er
 			Nodes: n, PodsPerNode: o.PodsPerNode, PodsPerPolicy: o.PodsPerPolicy,
 			Warmup: o.Warmup, Steady: o.Steady, StepFraction: o.StepFraction, StepTimeout: o.StepTimeout, PodAge: o.PodAge,
 			CreateRates: o.CreateRates, CreateFor: o.CreateFor, RolloutWindow: o.RolloutWindow, KillLeader: kill, WaitLeader: waitLeader,
+			Traces: traces, TraceSeed: o.Google.Seed,
 			Config: cfg, Scrape: scrape, Log: lw,
 		})
 		lw.Flush()

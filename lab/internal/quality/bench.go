@@ -356,7 +356,7 @@ func Bench(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 	var traces []*trace.Trace
 	held := map[*trace.Trace]bool{}
 	if o.TraceFile != "" && o.TraceFormat == "google" {
-		trs, err := readGoogle(o.TraceFile, o.Google)
+		trs, err := ReadGoogleFiles(o.TraceFile, o.Google)
 		if err != nil {
 			return err
 		}
@@ -463,11 +463,11 @@ func halfName(held, imported bool) string {
 	return "tuning half"
 }
 
-// readGoogle reads a Google cluster-data 2019 file, or every .csv file
+// ReadGoogleFiles reads a Google cluster-data 2019 file, or every .csv file
 // under a directory (in name order, one job per subdirectory as
 // cloud-traces-comparison lays them out), as one stream: one trace per
 // job.
-func readGoogle(path string, o trace.GoogleOptions) ([]*trace.Trace, error) {
+func ReadGoogleFiles(path string, o trace.GoogleOptions) ([]*trace.Trace, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading the trace: %w", err)

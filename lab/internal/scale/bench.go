@@ -32,6 +32,7 @@ import (
 	"github.com/snug-dev/snug/internal/kube"
 	"github.com/snug-dev/snug/internal/recommend"
 	"github.com/snug-dev/snug/lab/internal/lab/kwok"
+	"github.com/snug-dev/snug/lab/internal/quality/trace"
 )
 
 // BenchOptions configure one run of the scale bench at one node count
@@ -54,6 +55,12 @@ type BenchOptions struct {
 	// of pods that age, not the first hours of new ones (whose snapshots
 	// go out at each doubling of their seconds).
 	PodAge time.Duration
+	// Traces, when given, are the pods' loads instead of a flat one: each
+	// policy's pods play one container of them (tracePlan), seeded by
+	// TraceSeed, with that container's starting resources and, with
+	// PodAge, its own history before the offset played.
+	Traces    []*trace.Trace
+	TraceSeed uint64
 	// CreateRates are the pod creation rates (per second) of the creation
 	// phase, each held for CreateFor: pods through snug's admission
 	// webhook, placed by the scheduler. None skips the phase.
@@ -171,8 +178,18 @@ func Bench(ctx context.Context, o BenchOptions) (f Figures, err error) {
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		return f, fmt.Errorf("creating namespace %s: %w", ns, err)
 	}
+	// Room for every pod as written: a real trace's containers can ask
+	// for cores each. The node's room is not what this bench measures.
+	cpuCap, memCap := "32", "128Gi"
+	var plan *tracePlan
+	if len(o.Traces) > 0 {
+		cpuCap, memCap = "1024", "4Ti"
+		if plan, err = newTracePlan(o.Traces, f.Policies, o.PodAge, o.TraceSeed); err != nil {
+			return f, err
+		}
+	}
 	if err := parallel(ctx, len(nodes), func(i int) error {
-		_, err := cs.CoreV1().Nodes().Create(ctx, kwok.Node(nodes[i], "32", "128Gi", 110), metav1.CreateOptions{})
+		_, err := cs.CoreV1().Nodes().Create(ctx, kwok.Node(nodes[i], cpuCap, memCap, 110), metav1.CreateOptions{})
 		return err
 	}); err != nil {
 		return f, fmt.Errorf("creating kwok nodes: %w", err)
@@ -190,16 +207,31 @@ func Bench(ctx context.Context, o BenchOptions) (f Figures, err error) {
 		}
 	}
 	base := Steady{CPUMillis: 50, MemBytes: 48 << 20}
-	var aged string
+	// Each workload's history (the pods' snapshot annotation), "" for none.
+	aged := make([]string, f.Policies)
 	if o.PodAge > 0 {
-		if aged, err = agedSnapshot(base, o.PodAge, time.Now()); err != nil {
-			return f, err
+		now := time.Now()
+		for g := range aged {
+			if plan != nil {
+				aged[g], err = plan.history(g, o.PodAge, now)
+			} else if g == 0 {
+				aged[g], err = agedSnapshot(base, o.PodAge, now)
+			} else {
+				aged[g] = aged[0]
+			}
+			if err != nil {
+				return f, err
+			}
 		}
 	}
 	if err := parallel(ctx, f.Pods, func(i int) error {
 		p := benchPod(i, nodes[i/o.PodsPerNode], o.PodsPerPolicy)
-		if aged != "" {
-			p.Annotations = map[string]string{history.SnapshotAnnotation: aged}
+		g := i / o.PodsPerPolicy
+		if plan != nil {
+			p.Spec.Containers[0].Resources = plan.resources(g)
+		}
+		if aged[g] != "" {
+			p.Annotations = map[string]string{history.SnapshotAnnotation: aged[g]}
 		}
 		_, err := cs.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{})
 		return err
@@ -217,11 +249,17 @@ func Bench(ctx context.Context, o BenchOptions) (f Figures, err error) {
 	var stepAt atomic.Int64 // unix nanos; 0 before the step
 	demand := func(ref agent.ContainerRef) Demand {
 		var i int
-		fmt.Sscanf(ref.Pod, "pod-%d", &i)
-		if i%every != 0 {
-			return base
+		if _, err := fmt.Sscanf(ref.Pod, "pod-%d", &i); err != nil {
+			return base // the creation phase's pods
 		}
-		return stepped{base: base, factor: 4, at: &stepAt}
+		var d Demand = base
+		if plan != nil {
+			d = plan.demand(i / o.PodsPerPolicy)
+		}
+		if i%every != 0 {
+			return d
+		}
+		return stepped{base: d, factor: 4, at: &stepAt}
 	}
 	ao := agent.NewOptions()
 	ao.Autoscale = true
@@ -386,7 +424,7 @@ func agedSnapshot(base Steady, age time.Duration, now time.Time) (string, error)
 
 // stepped is a load that becomes factor times base once *at is set.
 type stepped struct {
-	base   Steady
+	base   Demand
 	factor float64
 	at     *atomic.Int64
 }
@@ -440,9 +478,10 @@ func waitRunning(ctx context.Context, cs kubernetes.Interface, ns string, n int)
 
 // watchStep starts the step (sets *at) and returns, sorted, each stepped
 // pod's time from the step to the first version of it whose status shows
-// a CPU limit above its first (applied), and from the first version whose
-// spec shows one (the agent's patch, as the API server took it) to that
-// applied one (patched).
+// a CPU request above 1.5 times the one at the step (applied), and from the
+// first version whose spec shows one (the agent's patch, as the API server
+// took it) to that applied one (patched). A grow of half again tells the
+// step's from a real trace's own moves, which the agent follows too.
 func watchStep(ctx context.Context, cs kubernetes.Interface, ns string, every int, at *atomic.Int64, timeout time.Duration) (applied, patched []time.Duration, err error) {
 	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(ns), informers.WithTransform(kube.StripManagedFields))
 	inf := factory.Core().V1().Pods().Informer()
@@ -454,9 +493,11 @@ func watchStep(ctx context.Context, cs kubernetes.Interface, ns string, every in
 	)
 	stepped := func(p *corev1.Pod) bool {
 		var i int
-		fmt.Sscanf(p.Name, "pod-%d", &i)
-		return i%every == 0
+		_, err := fmt.Sscanf(p.Name, "pod-%d", &i)
+		return err == nil && i%every == 0
 	}
+	// The CPU requests at the step, spec's and status's, by pod.
+	specAt, statusAt := map[string]int64{}, map[string]int64{}
 	total := 0
 	see := func(obj any) {
 		now := time.Now()
@@ -469,14 +510,10 @@ func watchStep(ctx context.Context, cs kubernetes.Interface, ns string, every in
 		if start.IsZero() {
 			return
 		}
-		if _, seen := patchedAt[p.Name]; !seen && p.Spec.Containers[0].Resources.Limits.Cpu().MilliValue() > 200 {
+		if _, seen := patchedAt[p.Name]; !seen && grown(specRequest(p), specAt[p.Name]) {
 			patchedAt[p.Name] = now
 		}
-		if len(p.Status.ContainerStatuses) == 0 || p.Status.ContainerStatuses[0].Resources == nil ||
-			p.Status.ContainerStatuses[0].Resources.Limits.Cpu().MilliValue() <= 200 {
-			return
-		}
-		if _, seen := appliedAt[p.Name]; !seen {
+		if _, seen := appliedAt[p.Name]; !seen && grown(statusRequest(p), statusAt[p.Name]) {
 			appliedAt[p.Name] = now
 		}
 	}
@@ -489,11 +526,14 @@ func watchStep(ctx context.Context, cs kubernetes.Interface, ns string, every in
 	if !cache.WaitForCacheSync(wctx.Done(), inf.HasSynced) {
 		return nil, nil, errors.New("watching the stepped pods: cache did not sync")
 	}
+	mu.Lock()
 	for _, obj := range inf.GetStore().List() {
-		if stepped(obj.(*corev1.Pod)) {
+		if p := obj.(*corev1.Pod); stepped(p) && len(p.Spec.Containers) > 0 {
 			total++
+			specAt[p.Name], statusAt[p.Name] = specRequest(p), statusRequest(p)
 		}
 	}
+	mu.Unlock()
 	mu.Lock()
 	start = time.Now()
 	mu.Unlock()
@@ -515,6 +555,22 @@ func watchStep(ctx context.Context, cs kubernetes.Interface, ns string, every in
 	slices.Sort(patched)
 	return applied, patched, nil
 }
+
+// specRequest and statusRequest are a pod's first container's CPU request
+// in millicores, as its spec asks and as its status shows applied (0 while
+// it shows none).
+func specRequest(p *corev1.Pod) int64 { return p.Spec.Containers[0].Resources.Requests.Cpu().MilliValue() }
+
+func statusRequest(p *corev1.Pod) int64 {
+	if len(p.Status.ContainerStatuses) == 0 || p.Status.ContainerStatuses[0].Resources == nil {
+		return 0
+	}
+	return p.Status.ContainerStatuses[0].Resources.Requests.Cpu().MilliValue()
+}
+
+// grown says whether a CPU request of now millicores is the step's grow
+// of one of was: half again above it. A was of 0 (unknown) never grows.
+func grown(now, was int64) bool { return was > 0 && 2*now > 3*was }
 
 // quantile of sorted durations (nearest rank); 0 for none.
 func quantile(sorted []time.Duration, q float64) time.Duration {

@@ -23,9 +23,12 @@ type Demand interface {
 	At(t int) (cpuMillis, memBytes float64)
 }
 
-// TraceDemand plays one container of a replay trace from its second 0,
-// over and over.
-type TraceDemand struct{ C *trace.Container }
+// TraceDemand plays one container of a replay trace from its second
+// Offset, over and over.
+type TraceDemand struct {
+	C      *trace.Container
+	Offset int
+}
 
 // At implements Demand.
 func (d TraceDemand) At(t int) (float64, float64) {
@@ -33,7 +36,7 @@ func (d TraceDemand) At(t int) (float64, float64) {
 	if n == 0 {
 		return 0, 0
 	}
-	i := t % n
+	i := ((t+d.Offset)%n + n) % n
 	mem := 0.0
 	if i < len(d.C.MemBytes) {
 		mem = d.C.MemBytes[i]
