@@ -115,7 +115,7 @@ type Figures struct {
 	// snug's share estimated from its writes (EtcdBytesPerHour) at
 	// ObjectBytes, each resource's mean object size.
 	EtcdBytes, EtcdWrittenPerHour, SnugEtcdPerHour float64
-	ObjectBytes                                   map[string]float64
+	ObjectBytes                                    map[string]float64
 	// Step: how many pods were stepped, and from the step to each one's
 	// applied CPU grow (its status resources showing a higher CPU limit):
 	// p50, p99, and until 99 % were applied; Applied counts those seen.
@@ -559,7 +559,9 @@ func watchStep(ctx context.Context, cs kubernetes.Interface, ns string, every in
 // specRequest and statusRequest are a pod's first container's CPU request
 // in millicores, as its spec asks and as its status shows applied (0 while
 // it shows none).
-func specRequest(p *corev1.Pod) int64 { return p.Spec.Containers[0].Resources.Requests.Cpu().MilliValue() }
+func specRequest(p *corev1.Pod) int64 {
+	return p.Spec.Containers[0].Resources.Requests.Cpu().MilliValue()
+}
 
 func statusRequest(p *corev1.Pod) int64 {
 	if len(p.Status.ContainerStatuses) == 0 || p.Status.ContainerStatuses[0].Resources == nil {

@@ -2,8 +2,8 @@ package scale
 
 import (
 	"bytes"
-	"fmt"
 	"errors"
+	"fmt"
 	"math"
 	"strconv"
 	"strings"
