@@ -104,10 +104,17 @@ type Figures struct {
 	// The API server's requests per second (apiserver_request_total, every
 	// client) and its p99 latency of mutating requests
 	// (apiserver_request_duration_seconds), over the window.
-	APIRequests   float64
-	APIWriteP99   time.Duration
-	ControllerCPU float64 // cores, process_cpu_seconds_total over the window
-	ControllerRSS float64 // bytes, process_resident_memory_bytes at the end
+	APIRequests float64
+	APIWriteP99 time.Duration
+	// The controller's reconciles per second and their p99
+	// (snug_controller_reconcile_duration_seconds), and its policy queue:
+	// the p99 wait there before a worker took a policy
+	// (workqueue_queue_duration_seconds) and its depth at the end.
+	Reconciles                 float64
+	ReconcileP99, QueueWaitP99 time.Duration
+	QueueDepth                 float64
+	ControllerCPU              float64 // cores, process_cpu_seconds_total over the window
+	ControllerRSS              float64 // bytes, process_resident_memory_bytes at the end
 	// Etcd: its database size in use at the end
 	// (etcd_mvcc_db_total_size_in_use_in_bytes, which the API server's
 	// compaction lowers every 5 minutes, so no growth figure), what the

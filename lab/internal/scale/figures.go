@@ -173,6 +173,19 @@ func (f *Figures) fromScrapes(before, after Scrape) {
 			f.ControllerWrites[r] = (n - kb[r]) / secs
 		}
 	}
+	f.Reconciles = (sum(ca, "snug_controller_reconciles_total", nil) - sum(cb, "snug_controller_reconciles_total", nil)) / secs
+	const rd = "snug_controller_reconcile_duration_seconds"
+	if p := histogramQuantile(0.99, buckets(cb, rd, nil), buckets(ca, rd, nil)); !math.IsNaN(p) {
+		f.ReconcileP99 = time.Duration(p * float64(time.Second))
+	}
+	// The policies' queue: how long a policy waited there before a worker
+	// took it (client-go's workqueue metrics), and its depth at the end.
+	const qd = "workqueue_queue_duration_seconds"
+	policies := func(m *dto.Metric) bool { return label(m, "name") == "snugpolicy" }
+	if p := histogramQuantile(0.99, buckets(cb, qd, policies), buckets(ca, qd, policies)); !math.IsNaN(p) {
+		f.QueueWaitP99 = time.Duration(p * float64(time.Second))
+	}
+	f.QueueDepth = sum(ca, "workqueue_depth", policies)
 	f.ControllerCPU = (sum(ca, "process_cpu_seconds_total", nil) - sum(cb, "process_cpu_seconds_total", nil)) / secs
 	f.ControllerRSS = sum(ca, "process_resident_memory_bytes", nil)
 	eb, ea := families(before.Etcd), families(after.Etcd)
@@ -285,6 +298,10 @@ var columns = []column{
 	{"busiest node writes/min", func(f Figures) float64 { return f.BusiestNodeWritesPerMin }, num(1), false},
 	{"API server req/s", func(f Figures) float64 { return f.APIRequests }, num(1), true},
 	{"API write p99", func(f Figures) float64 { return f.APIWriteP99.Seconds() }, seconds, false},
+	{"reconciles/s", func(f Figures) float64 { return f.Reconciles }, num(2), true},
+	{"reconcile p99", func(f Figures) float64 { return f.ReconcileP99.Seconds() }, seconds, false},
+	{"policy queue wait p99", func(f Figures) float64 { return f.QueueWaitP99.Seconds() }, seconds, false},
+	{"policy queue depth", func(f Figures) float64 { return f.QueueDepth }, num(0), false},
 	{"controller cores", func(f Figures) float64 { return f.ControllerCPU }, num(3), true},
 	{"controller RSS", func(f Figures) float64 { return f.ControllerRSS }, mib, true},
 	{"snug's etcd bytes/h (est)", func(f Figures) float64 { return f.SnugEtcdPerHour }, mib, true},

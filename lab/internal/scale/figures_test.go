@@ -94,7 +94,25 @@ func TestFiguresFromScrapes(t *testing.T) {
 			`snug_controller_api_requests_total{verb="patch",resource="snugpolicies/status"} ` + ftoa(patches) + "\n" +
 			`snug_controller_api_requests_total{verb="list",resource="pods"} 5` + "\n" +
 			"# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total " + ftoa(cpu) + "\n" +
-			"# TYPE process_resident_memory_bytes gauge\nprocess_resident_memory_bytes " + ftoa(rss) + "\n"
+			"# TYPE process_resident_memory_bytes gauge\nprocess_resident_memory_bytes " + ftoa(rss) + "\n" +
+			"# TYPE snug_controller_reconciles_total counter\n" +
+			`snug_controller_reconciles_total{result="ok"} ` + ftoa(patches*2) + "\n" +
+			"# TYPE workqueue_depth gauge\n" +
+			`workqueue_depth{name="snugpolicy"} 3` + "\n" + `workqueue_depth{name="other"} 100` + "\n" +
+			"# TYPE workqueue_queue_duration_seconds histogram\n" +
+			// Every wait of the window in (0.1, 1]; another queue's in (1, 10].
+			`workqueue_queue_duration_seconds_bucket{name="snugpolicy",le="0.1"} 0` + "\n" +
+			`workqueue_queue_duration_seconds_bucket{name="snugpolicy",le="1"} ` + ftoa(patches) + "\n" +
+			`workqueue_queue_duration_seconds_bucket{name="snugpolicy",le="10"} ` + ftoa(patches) + "\n" +
+			`workqueue_queue_duration_seconds_bucket{name="snugpolicy",le="+Inf"} ` + ftoa(patches) + "\n" +
+			`workqueue_queue_duration_seconds_sum{name="snugpolicy"} 1` + "\n" +
+			`workqueue_queue_duration_seconds_count{name="snugpolicy"} ` + ftoa(patches) + "\n" +
+			`workqueue_queue_duration_seconds_bucket{name="other",le="0.1"} 0` + "\n" +
+			`workqueue_queue_duration_seconds_bucket{name="other",le="1"} 0` + "\n" +
+			`workqueue_queue_duration_seconds_bucket{name="other",le="10"} ` + ftoa(patches) + "\n" +
+			`workqueue_queue_duration_seconds_bucket{name="other",le="+Inf"} ` + ftoa(patches) + "\n" +
+			`workqueue_queue_duration_seconds_sum{name="other"} 1` + "\n" +
+			`workqueue_queue_duration_seconds_count{name="other"} ` + ftoa(patches) + "\n"
 	}
 	etcd := func(b, rx float64) string {
 		return "# TYPE etcd_mvcc_db_total_size_in_use_in_bytes gauge\netcd_mvcc_db_total_size_in_use_in_bytes " + ftoa(b) + "\n" +
@@ -113,6 +131,12 @@ func TestFiguresFromScrapes(t *testing.T) {
 	}
 	if got := WritesPerSec(f.ControllerWrites); got != 1 {
 		t.Errorf("controller writes/s %v, want 1 (list is not a write)", got)
+	}
+	if f.Reconciles != 2 || f.QueueDepth != 3 {
+		t.Errorf("reconciles/s %v, policy queue depth %v, want 2 and 3 (not the other queue's)", f.Reconciles, f.QueueDepth)
+	}
+	if got := f.QueueWaitP99.Round(time.Millisecond); got != 991*time.Millisecond {
+		t.Errorf("policy queue wait p99 %v, want 991ms (in (0.1, 1], linear; the other queue's waits are longer)", got)
 	}
 	if f.ControllerCPU != 0.1 || f.ControllerRSS != 120<<20 {
 		t.Errorf("controller %v cores, RSS %v, want 0.1 and 120Mi", f.ControllerCPU, f.ControllerRSS)
