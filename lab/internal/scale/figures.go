@@ -178,10 +178,12 @@ func (f *Figures) fromScrapes(before, after Scrape) {
 	if p := histogramQuantile(0.99, buckets(cb, rd, nil), buckets(ca, rd, nil)); !math.IsNaN(p) {
 		f.ReconcileP99 = time.Duration(p * float64(time.Second))
 	}
-	// The policies' queue: how long a policy waited there before a worker
-	// took it (client-go's workqueue metrics), and its depth at the end.
+	// The policies' queues (one, "snugpolicy", or one per concern,
+	// "snugpolicy_<concern>"): how long a policy waited there before a
+	// worker took it (client-go's workqueue metrics), over all of them,
+	// and their depth at the end, summed.
 	const qd = "workqueue_queue_duration_seconds"
-	policies := func(m *dto.Metric) bool { return label(m, "name") == "snugpolicy" }
+	policies := func(m *dto.Metric) bool { return strings.HasPrefix(label(m, "name"), "snugpolicy") }
 	if p := histogramQuantile(0.99, buckets(cb, qd, policies), buckets(ca, qd, policies)); !math.IsNaN(p) {
 		f.QueueWaitP99 = time.Duration(p * float64(time.Second))
 	}

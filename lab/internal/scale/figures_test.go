@@ -98,7 +98,7 @@ func TestFiguresFromScrapes(t *testing.T) {
 			"# TYPE snug_controller_reconciles_total counter\n" +
 			`snug_controller_reconciles_total{result="ok"} ` + ftoa(patches*2) + "\n" +
 			"# TYPE workqueue_depth gauge\n" +
-			`workqueue_depth{name="snugpolicy"} 3` + "\n" + `workqueue_depth{name="other"} 100` + "\n" +
+			`workqueue_depth{name="snugpolicy_status"} 1` + "\n" + `workqueue_depth{name="snugpolicy_checkpoints"} 2` + "\n" + `workqueue_depth{name="other"} 100` + "\n" +
 			"# TYPE workqueue_queue_duration_seconds histogram\n" +
 			// Every wait of the window in (0.1, 1]; another queue's in (1, 10].
 			`workqueue_queue_duration_seconds_bucket{name="snugpolicy",le="0.1"} 0` + "\n" +
