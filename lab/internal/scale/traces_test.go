@@ -1,6 +1,7 @@
 package scale
 
 import (
+	"os"
 	"testing"
 	"time"
 
@@ -131,6 +132,47 @@ func TestGrown(t *testing.T) {
 	}{{150, 100, false}, {151, 100, true}, {400, 0, false}, {90, 100, false}} {
 		if got := grown(tc.now, tc.was); got != tc.want {
 			t.Errorf("grown(%d, %d) = %v, want %v", tc.now, tc.was, got, tc.want)
+		}
+	}
+}
+
+// TestTracePlanGoogle: the real excerpt of Google cluster-data 2019 the
+// replay's tests use (quality/trace/testdata) plans: every workload plays a
+// task with its Borg request, from an offset inside the task, with a
+// history the agent accepts.
+func TestTracePlanGoogle(t *testing.T) {
+	f, err := os.Open("../quality/trace/testdata/google2019.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	trs, err := trace.ReadGoogle(f, "g", trace.GoogleOptions{CPUMillis: 64000, MemBytes: 256 << 30, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := newTracePlan(trs, 4, time.Hour, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	for g := range 4 {
+		c := p.container(g)
+		if off := p.offsets[g]; off < 0 || off >= len(c.CPUMillis) {
+			t.Errorf("workload %d: offset %d outside its %d s", g, off, len(c.CPUMillis))
+		}
+		if rr := p.resources(g); rr.Requests.Cpu().MilliValue() != max(c.CPURequestMillis, 100) {
+			t.Errorf("workload %d: cpu request %v, want the trace's %dm", g, rr.Requests.Cpu(), c.CPURequestMillis)
+		}
+		v, err := p.history(g, time.Hour, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v == "" {
+			continue // an offset at the task's start: no history before it
+		}
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{history.SnapshotAnnotation: v}}}
+		if _, ok, err := history.ParseSnapshot(pod); !ok || err != nil {
+			t.Errorf("workload %d: snapshot ok %v, err %v", g, ok, err)
 		}
 	}
 }
