@@ -21,7 +21,7 @@ func newBenchCommand(stdout, stderr io.Writer) *cobra.Command {
 		Short: "Measure snug's own cost and reaction time and print the figures",
 		Args:  cobra.NoArgs,
 	}
-	cmd.AddCommand(newBenchAgentCommand(stdout, stderr), newBenchReactionCommand(stdout), newBenchQoSCommand(stdout), newBenchQualityCommand(stdout, stderr), newBenchAdmissionCommand(stdout), newBenchScaleCommand(stdout))
+	cmd.AddCommand(newBenchAgentCommand(stdout, stderr), newBenchReactionCommand(stdout), newBenchQoSCommand(stdout), newBenchQualityCommand(stdout, stderr), newBenchAdmissionCommand(stdout), newBenchScaleCommand(stdout), newBenchKubeletCommand(stdout))
 	return cmd
 }
 

@@ -38,6 +38,14 @@ func TestBenchScaleFlags(t *testing.T) {
 		{[]string{"bench", "scale", "--steady", "1s"}, "the others at least 10s"},
 		{[]string{"bench", "scale", "--step-fraction", "0"}, "--step-fraction 0 is out of range (0, 1]"},
 		{[]string{"bench", "scale", "--max-load", "-1"}, "--max-load -1 must be positive"},
+		{[]string{"bench", "scale", "--create-rates", "0"}, "--create-rates 0 is out of range [1, 1000]"},
+		{[]string{"bench", "scale", "--create-for", "0s"}, "--create-for 0s is out of range [1s, 10m]"},
+		{[]string{"bench", "scale", "--rollout-window", "-1s"}, "--rollout-window -1s must not be negative"},
+		{[]string{"bench", "scale", "--google-mode", "mean"}, `--google-mode "mean": want drawn or hold`},
+		{[]string{"bench", "scale", "--trace", "/nonexistent/trace"}, "reading the trace"},
+		{[]string{"bench", "kubelet", "--pods", "0"}, "--pods 0 is out of range [1, 100]"},
+		{[]string{"bench", "kubelet", "--rates", "0"}, "--rates 0 is out of range (0, 600]"},
+		{[]string{"bench", "kubelet", "--window", "1s"}, "the window at least 10s"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			var stdout, stderr bytes.Buffer

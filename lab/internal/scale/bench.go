@@ -222,7 +222,7 @@ func Bench(ctx context.Context, o BenchOptions) (f Figures, err error) {
 			if plan != nil {
 				aged[g], err = plan.history(g, o.PodAge, now)
 			} else if g == 0 {
-				aged[g], err = agedSnapshot(base, o.PodAge, now)
+				aged[g], err = AgedSnapshot(base, o.PodAge, now)
 			} else {
 				aged[g] = aged[0]
 			}
@@ -408,10 +408,10 @@ func (r *runningFleet) stop() error {
 	return r.err
 }
 
-// agedSnapshot is the snapshot annotation of a pod whose container "app"
+// AgedSnapshot is the snapshot annotation of a pod whose container "app"
 // ran base's load for age (BenchOptions.PodAge), under the default
 // recommender's half-lives (the bench's policies set none).
-func agedSnapshot(base Steady, age time.Duration, now time.Time) (string, error) {
+func AgedSnapshot(base Steady, age time.Duration, now time.Time) (string, error) {
 	a := recommend.NewAggregate(recommend.DefaultConfig())
 	secs := age.Seconds()
 	a.CPU.Add(base.CPUMillis, secs, now)

@@ -163,7 +163,7 @@ func ftoa(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 // recommender) with the day of seconds it claims.
 func TestAgedSnapshot(t *testing.T) {
 	now := time.Now()
-	v, err := agedSnapshot(Steady{CPUMillis: 50, MemBytes: 48 << 20}, 24*time.Hour, now)
+	v, err := AgedSnapshot(Steady{CPUMillis: 50, MemBytes: 48 << 20}, 24*time.Hour, now)
 	if err != nil {
 		t.Fatal(err)
 	}
