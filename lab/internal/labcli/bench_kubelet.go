@@ -99,23 +99,13 @@ It refuses to start on a busy machine (--max-load).`,
 }
 
 func runBenchKubelet(ctx context.Context, o *benchKubeletOptions, out io.Writer) (err error) {
-	if l, err := loadPerCore(); err != nil {
-		return err
-	} else if l > o.MaxLoad {
-		return fmt.Errorf("the machine is busy: load average %.2f per core, above --max-load %.2f; the bench's figures would be the other work's", l, o.MaxLoad)
-	}
 	lw := &prefixWriter{w: out, prefix: "   "}
 	defer lw.Flush()
-	release, _, err := lab.UpOrReuse(ctx, o.lab, o.KeepLab, lw)
-	lw.Flush()
+	client, release, err := benchLab(ctx, o.lab, o.KeepLab, o.MaxLoad, lw)
 	if err != nil {
 		return err
 	}
 	defer func() { err = errors.Join(err, release(context.WithoutCancel(ctx))) }()
-	client, err := o.lab.Client()
-	if err != nil {
-		return err
-	}
 	pid, ok := o.lab.PID("kubelet")
 	if !ok {
 		return errors.New("the lab's kubelet is not running")

@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/snug-dev/snug/internal/cli"
@@ -185,6 +186,28 @@ func loadPerCore() (float64, error) {
 	return l / float64(runtime.NumCPU()), nil
 }
 
+// benchLab is a load bench's start: it refuses a busy machine (the 1-minute
+// load average per core above maxLoad: the figures would be the other
+// work's), then brings the lab up or reuses the one that is up, and
+// returns its client and what releases it.
+func benchLab(ctx context.Context, o *lab.Options, keep bool, maxLoad float64, lw *prefixWriter) (kubernetes.Interface, func(context.Context) error, error) {
+	if l, err := loadPerCore(); err != nil {
+		return nil, nil, err
+	} else if l > maxLoad {
+		return nil, nil, fmt.Errorf("the machine is busy: load average %.2f per core, above --max-load %.2f; the bench's figures would be the other work's", l, maxLoad)
+	}
+	release, _, err := lab.UpOrReuse(ctx, o, keep, lw)
+	lw.Flush()
+	if err != nil {
+		return nil, nil, err
+	}
+	client, err := o.Client()
+	if err != nil {
+		return nil, nil, errors.Join(err, release(context.WithoutCancel(ctx)))
+	}
+	return client, release, nil
+}
+
 func runBenchScale(ctx context.Context, o *benchScaleOptions, out io.Writer) (err error) {
 	var traces []*trace.Trace
 	if o.Trace != "" {
@@ -193,23 +216,13 @@ func runBenchScale(ctx context.Context, o *benchScaleOptions, out io.Writer) (er
 			return cli.WithExitCode(2, err)
 		}
 	}
-	if l, err := loadPerCore(); err != nil {
-		return err
-	} else if l > o.MaxLoad {
-		return fmt.Errorf("the machine is busy: load average %.2f per core, above --max-load %.2f; the bench's figures would be the other work's", l, o.MaxLoad)
-	}
 	lw := &prefixWriter{w: out, prefix: "   "}
 	defer lw.Flush()
-	release, _, err := lab.UpOrReuse(ctx, o.lab, o.KeepLab, lw)
-	lw.Flush()
+	client, release, err := benchLab(ctx, o.lab, o.KeepLab, o.MaxLoad, lw)
 	if err != nil {
 		return err
 	}
 	defer func() { err = errors.Join(err, release(context.WithoutCancel(ctx))) }()
-	client, err := o.lab.Client()
-	if err != nil {
-		return err
-	}
 	exe, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("finding the snug binary: %w", err)

@@ -167,18 +167,7 @@ func TestAgedSnapshot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{history.SnapshotAnnotation: v}}}
-	s, ok, err := history.ParseSnapshot(pod)
-	if !ok || err != nil {
-		t.Fatalf("ParseSnapshot: ok %v, err %v", ok, err)
-	}
-	a, err := s.Aggregate("app")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Compatible(recommend.DefaultConfig()); err != nil {
-		t.Error(err)
-	}
+	a := appAggregate(t, v)
 	if a.CPUSeconds != 86400 || a.MemorySeconds != 86400 || a.MemoryPeakBytes != 48<<20 {
 		t.Errorf("cpu %v s, memory %v s, peak %v, want a day of each and 48Mi", a.CPUSeconds, a.MemorySeconds, a.MemoryPeakBytes)
 	}
@@ -277,4 +266,24 @@ func TestPhaseColumns(t *testing.T) {
 	if strings.Contains(out.String(), "rollout") || strings.Contains(out.String(), "webhook") {
 		t.Errorf("a run without phases shows phase rows:\n%s", out.String())
 	}
+}
+
+// appAggregate is container "app"'s aggregate in the snapshot annotation
+// v, as the agent reads a pod's (history.ParseSnapshot); it fails the test
+// unless the default recommender accepts it.
+func appAggregate(t *testing.T, v string) *recommend.Aggregate {
+	t.Helper()
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{history.SnapshotAnnotation: v}}}
+	s, ok, err := history.ParseSnapshot(pod)
+	if !ok || err != nil {
+		t.Fatalf("ParseSnapshot: ok %v, err %v", ok, err)
+	}
+	a, err := s.Aggregate("app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Compatible(recommend.DefaultConfig()); err != nil {
+		t.Fatal(err)
+	}
+	return a
 }

@@ -6,10 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/snug-dev/snug/internal/history"
-	"github.com/snug-dev/snug/internal/recommend"
 	"github.com/snug-dev/snug/lab/internal/quality/trace"
 )
 
@@ -97,18 +94,7 @@ func TestTracePlanHistory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{history.SnapshotAnnotation: v}}}
-	s, ok, err := history.ParseSnapshot(pod)
-	if !ok || err != nil {
-		t.Fatalf("ParseSnapshot: ok %v, err %v", ok, err)
-	}
-	agg, err := s.Aggregate("app")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := agg.Compatible(recommend.DefaultConfig()); err != nil {
-		t.Error(err)
-	}
+	agg := appAggregate(t, v)
 	if agg.CPUSeconds != 86400 || agg.MemoryPeakBytes != 512<<20 {
 		t.Errorf("cpu %v s, memory peak %v, want a day and 512Mi", agg.CPUSeconds, agg.MemoryPeakBytes)
 	}
@@ -170,9 +156,6 @@ func TestTracePlanGoogle(t *testing.T) {
 		if v == "" {
 			continue // an offset at the task's start: no history before it
 		}
-		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{history.SnapshotAnnotation: v}}}
-		if _, ok, err := history.ParseSnapshot(pod); !ok || err != nil {
-			t.Errorf("workload %d: snapshot ok %v, err %v", g, ok, err)
-		}
+		appAggregate(t, v)
 	}
 }
