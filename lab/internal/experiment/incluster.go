@@ -12,15 +12,19 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/snug-dev/snug/internal/agent"
+	"github.com/snug-dev/snug/internal/cgroup"
 )
 
 // InstallOptions says how to install snug's Helm chart into a cluster whose
@@ -229,10 +233,15 @@ func (s *Snug) leads(ctx context.Context, ok func(*corev1.Pod) bool) bool {
 	return true
 }
 
-// KillLeader deletes the leading controller pod with a grace period of
-// 0, a crash rather than a shutdown: it does not release the Lease, so the
-// standby takes over when the Lease expires. It returns the pod's name.
-func (s *Snug) KillLeader(ctx context.Context) (string, error) {
+// KillLeader crashes the leading controller: SIGKILL to every process of
+// its container, found through the pod's cgroup under cgroupRoot (the
+// lab's node is this machine), so that it neither releases the Lease nor
+// finishes its work, as on a node lost or an OOM kill; then the pod is
+// deleted with a grace period of 0 so that the Deployment replaces it. The
+// standby takes over when the Lease expires. (A pod deletion alone is a
+// SIGTERM: the controller would hand the Lease over cleanly.) It returns
+// the pod's name.
+func (s *Snug) KillLeader(ctx context.Context, cgroupRoot string) (string, error) {
 	if s.install == nil {
 		return "", errors.New("kill the leader: snug is not installed in-cluster")
 	}
@@ -240,9 +249,41 @@ func (s *Snug) KillLeader(ctx context.Context) (string, error) {
 		return "", errors.New("kill the leader: no Ready controller pod holds the Lease")
 	}
 	leader := s.ControllerPod
-	err := s.client.CoreV1().Pods(s.install.namespace()).Delete(ctx, leader, metav1.DeleteOptions{GracePeriodSeconds: new(int64)})
+	ns := s.install.namespace()
+	p, err := s.client.CoreV1().Pods(ns).Get(ctx, leader, metav1.GetOptions{})
 	if err != nil {
-		return "", fmt.Errorf("killing the leading controller %s: %w", leader, err)
+		return "", fmt.Errorf("kill the leader: %w", err)
+	}
+	var killed int
+	for _, st := range p.Status.ContainerStatuses {
+		path, err := cgroup.Reader{Root: cgroupRoot}.Find(string(p.UID), string(p.Status.QOSClass), st.ContainerID)
+		if err != nil {
+			return "", fmt.Errorf("kill the leader: finding container %s's cgroup: %w", st.Name, err)
+		}
+		dir := path.Memory
+		if dir == "" {
+			dir = path.Unified
+		}
+		data, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+		if err != nil {
+			return "", fmt.Errorf("kill the leader: %w", err)
+		}
+		for _, f := range strings.Fields(string(data)) {
+			pid, err := strconv.Atoi(f)
+			if err != nil {
+				continue
+			}
+			if err := syscall.Kill(pid, syscall.SIGKILL); err == nil {
+				killed++
+			}
+		}
+	}
+	if killed == 0 {
+		return "", fmt.Errorf("kill the leader: no process of pod %s found to kill", leader)
+	}
+	err = s.client.CoreV1().Pods(ns).Delete(ctx, leader, metav1.DeleteOptions{GracePeriodSeconds: new(int64)})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return "", fmt.Errorf("deleting the killed controller pod %s: %w", leader, err)
 	}
 	return leader, nil
 }

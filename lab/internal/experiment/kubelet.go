@@ -52,6 +52,9 @@ type KubeletCostRow struct {
 	// window without and with them.
 	Patches    []int
 	Base, With []float64
+	// Seconds is each round's window with patches as it ran: it ends at
+	// the first patch's tick past the window asked for.
+	Seconds []float64
 	// MsPerPatch is the median over the rounds of the kubelet's extra CPU
 	// time per patch (With - Base, over the patches), in milliseconds.
 	MsPerPatch float64
@@ -111,10 +114,12 @@ func KubeletCost(ctx context.Context, o KubeletCostOptions) ([]KubeletCostRow, e
 		rows[i].Rate = r
 	}
 	n := 0 // patches so far: picks the pod and the value
-	window := func(rate float64) (float64, int, error) {
+	// window returns the kubelet's cores over one window, the patches sent
+	// in it, and its length in seconds.
+	window := func(rate float64) (float64, int, float64, error) {
 		start, err := processCPU(o.ProcRoot, o.KubeletPID)
 		if err != nil {
-			return 0, 0, fmt.Errorf("reading the kubelet's CPU time: %w", err)
+			return 0, 0, 0, fmt.Errorf("reading the kubelet's CPU time: %w", err)
 		}
 		t0 := time.Now()
 		end := t0.Add(o.Window)
@@ -126,7 +131,7 @@ func KubeletCost(ctx context.Context, o KubeletCostOptions) ([]KubeletCostRow, e
 				select {
 				case <-ctx.Done():
 					tick.Stop()
-					return 0, 0, ctx.Err()
+					return 0, 0, 0, ctx.Err()
 				case <-tick.C:
 				}
 				pod := o.Pods[n%len(o.Pods)]
@@ -134,7 +139,7 @@ func KubeletCost(ctx context.Context, o KubeletCostOptions) ([]KubeletCostRow, e
 					history.SnapshotAnnotation: o.Values[(n/len(o.Pods))%len(o.Values)]}}})
 				if _, err := o.Client.CoreV1().Pods(o.Namespace).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 					tick.Stop()
-					return 0, 0, fmt.Errorf("patching pod %s: %w", pod.Name, err)
+					return 0, 0, 0, fmt.Errorf("patching pod %s: %w", pod.Name, err)
 				}
 				n++
 				patches++
@@ -143,29 +148,31 @@ func KubeletCost(ctx context.Context, o KubeletCostOptions) ([]KubeletCostRow, e
 		} else {
 			select {
 			case <-ctx.Done():
-				return 0, 0, ctx.Err()
+				return 0, 0, 0, ctx.Err()
 			case <-time.After(time.Until(end)):
 			}
 		}
 		stop, err := processCPU(o.ProcRoot, o.KubeletPID)
 		if err != nil {
-			return 0, 0, fmt.Errorf("reading the kubelet's CPU time: %w", err)
+			return 0, 0, 0, fmt.Errorf("reading the kubelet's CPU time: %w", err)
 		}
-		return (stop - start).Seconds() / time.Since(t0).Seconds(), patches, nil
+		secs := time.Since(t0).Seconds()
+		return (stop - start).Seconds() / secs, patches, secs, nil
 	}
 	for round := range o.Rounds {
-		base, _, err := window(0)
+		base, _, _, err := window(0)
 		if err != nil {
 			return rows, err
 		}
 		for i := range rows {
-			with, patches, err := window(rows[i].Rate)
+			with, patches, secs, err := window(rows[i].Rate)
 			if err != nil {
 				return rows, err
 			}
 			rows[i].Base = append(rows[i].Base, base)
 			rows[i].With = append(rows[i].With, with)
 			rows[i].Patches = append(rows[i].Patches, patches)
+			rows[i].Seconds = append(rows[i].Seconds, secs)
 			if o.Log != nil {
 				fmt.Fprintf(o.Log, "round %d: kubelet %.4f cores without writes, %.4f with %d patches (%.1f per pod a minute)\n",
 					round+1, base, with, patches, rows[i].Rate)
@@ -173,18 +180,18 @@ func KubeletCost(ctx context.Context, o KubeletCostOptions) ([]KubeletCostRow, e
 		}
 	}
 	for i := range rows {
-		rows[i].MsPerPatch = msPerPatch(rows[i], o.Window)
+		rows[i].MsPerPatch = msPerPatch(rows[i])
 	}
 	return rows, nil
 }
 
 // msPerPatch is the median over the rounds of (with - base) cores times
-// the window, over the round's patches, in milliseconds.
-func msPerPatch(r KubeletCostRow, window time.Duration) float64 {
+// the window as it ran, over the round's patches, in milliseconds.
+func msPerPatch(r KubeletCostRow) float64 {
 	var per []float64
 	for i := range r.Patches {
 		if r.Patches[i] > 0 {
-			per = append(per, (r.With[i]-r.Base[i])*window.Seconds()*1000/float64(r.Patches[i]))
+			per = append(per, (r.With[i]-r.Base[i])*r.Seconds[i]*1000/float64(r.Patches[i]))
 		}
 	}
 	if len(per) == 0 {

@@ -29,13 +29,19 @@ func TestMsPerPatch(t *testing.T) {
 	r := KubeletCostRow{
 		Patches: []int{30, 30, 30, 0},
 		Base:    []float64{0.02, 0.02, 0.03, 0.02},
-		// Extra cores 0.01, 0.005, 0.03 over 60 s: 600, 300, 1800 ms over 30 patches.
-		With: []float64{0.03, 0.025, 0.06, 0.5},
+		// Extra cores 0.01, 0.005, 0.03 over 60, 60 and 120 s (the last
+		// window ran long): 600, 300, 3600 ms over 30 patches.
+		With:    []float64{0.03, 0.025, 0.06, 0.5},
+		Seconds: []float64{60, 60, 120, 60},
 	}
-	if got := msPerPatch(r, time.Minute); got < 19.99 || got > 20.01 {
-		t.Errorf("ms per patch %v, want 20 (the median of 20, 10 and 60)", got)
+	if got := msPerPatch(r); got < 19.99 || got > 20.01 {
+		t.Errorf("ms per patch %v, want 20 (the median of 20, 10 and 120)", got)
 	}
-	if got := msPerPatch(KubeletCostRow{}, time.Minute); got != 0 {
+	r.Seconds[0] = 90 // 900 ms over 30
+	if got := msPerPatch(r); got < 29.99 || got > 30.01 {
+		t.Errorf("ms per patch %v, want 30 (the median of 30, 10 and 120: each window's own length)", got)
+	}
+	if got := msPerPatch(KubeletCostRow{}); got != 0 {
 		t.Errorf("no rounds: %v, want 0", got)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -70,14 +71,15 @@ func (o *benchScaleOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.Float64Var(&o.StepFraction, "step-fraction", o.StepFraction, "share of the pods given a 4x CPU step after the steady window")
 	fs.DurationVar(&o.StepTimeout, "step-timeout", o.StepTimeout, "longest wait for the stepped pods' resizes")
 	fs.DurationVar(&o.PodAge, "pod-age", o.PodAge, "history each pod starts with (a snapshot annotation at its steady load), so that the steady window measures pods that have aged; 0 for new pods")
-	fs.IntSliceVar(&o.CreateRates, "create-rates", o.CreateRates, "pod creation rates (per second) through snug's admission webhook, each held for --create-for, after the step; empty skips the phase")
-	fs.DurationVar(&o.CreateFor, "create-for", o.CreateFor, "how long each --create-rates rate is held")
+	fs.IntSliceVar(&o.CreateRates, "create-rates", o.CreateRates, "pod creation rates (per second) through snug's admission webhook, each held for --create-for, after the step")
+	fs.DurationVar(&o.CreateFor, "create-for", o.CreateFor, "how long each --create-rates rate is held; 0 skips the creation phase")
 	fs.DurationVar(&o.RolloutWindow, "rollout-window", o.RolloutWindow, "after the creations, restart every hollow agent at once and count their writes over this window; 0 skips the rollout")
-	fs.BoolVar(&o.LeaderKill, "leader-kill", o.LeaderKill, "end each count with a leader kill: delete the leading controller pod with no grace period and time the takeover and a policy's status")
+	fs.BoolVar(&o.LeaderKill, "leader-kill", o.LeaderKill, "end each count with a leader kill: SIGKILL the leading controller (no Lease release), delete its pod, and time the takeover and a policy's status")
 	fs.StringVar(&o.Trace, "trace", o.Trace, "play real loads: Google cluster-data 2019 instance_usage rows as cloud-traces-comparison publishes them (a CSV file or a directory of them, docs/quality.md); each policy's pods play one task from a seeded offset, with its resources and, with --pod-age, its own history before it (default: a flat 50m and 48Mi)")
 	fs.StringVar(&o.GoogleMode, "google-mode", o.GoogleMode, "--trace: drawn (each second's cpu drawn from its window's percentiles) or hold (each window's mean cpu and peak memory held for its 5 minutes)")
 	fs.Float64Var(&o.Google.CPUMillis, "google-cpu-millis", o.Google.CPUMillis, "--trace: millicores a normalised cpu of 1.0 (the largest machine) stands for")
 	fs.Float64Var(&o.Google.MemBytes, "google-mem-bytes", o.Google.MemBytes, "--trace: bytes a normalised memory of 1.0 stands for")
+	fs.Uint64Var(&o.Google.Seed, "google-seed", o.Google.Seed, "--trace: seeds each policy's task and offset, and the drawn seconds")
 	fs.Float64Var(&o.MaxLoad, "max-load", o.MaxLoad, "refuse to start when the 1-minute load average per core is above this")
 	fs.BoolVar(&o.KeepLab, "keep-lab", o.KeepLab, "leave the lab up afterwards (a lab that was already up is always left up)")
 }
@@ -87,9 +89,14 @@ func (o *benchScaleOptions) Validate() error {
 	if len(o.Nodes) == 0 {
 		errs = append(errs, errors.New("--nodes names no node count"))
 	}
-	for _, n := range o.Nodes {
+	for i, n := range o.Nodes {
 		if n < 1 || n > 5000 {
 			errs = append(errs, fmt.Errorf("--nodes %d is out of range [1, 5000]", n))
+		}
+		// Each count's namespace and kwok nodes are its own; a second
+		// run of a count would meet the first's, still going.
+		if slices.Contains(o.Nodes[:i], n) {
+			errs = append(errs, fmt.Errorf("--nodes %d is named twice", n))
 		}
 	}
 	if o.PodsPerNode < 1 || o.PodsPerNode > 110 {
@@ -109,8 +116,11 @@ func (o *benchScaleOptions) Validate() error {
 			errs = append(errs, fmt.Errorf("--create-rates %d is out of range [1, 1000]", r))
 		}
 	}
-	if len(o.CreateRates) > 0 && (o.CreateFor < time.Second || o.CreateFor > 10*time.Minute) {
-		errs = append(errs, fmt.Errorf("--create-for %s is out of range [1s, 10m]", o.CreateFor))
+	switch {
+	case o.CreateFor == 0:
+		o.CreateRates = nil
+	case o.CreateFor < time.Second || o.CreateFor > 10*time.Minute:
+		errs = append(errs, fmt.Errorf("--create-for %s is out of range [1s, 10m], or 0 to skip the creations", o.CreateFor))
 	}
 	if o.GoogleMode != "drawn" && o.GoogleMode != "hold" {
 		errs = append(errs, fmt.Errorf("--google-mode %q: want drawn or hold", o.GoogleMode))
@@ -281,7 +291,8 @@ func runBenchScale(ctx context.Context, o *benchScaleOptions, out io.Writer) (er
 	var kill func(context.Context) (string, error)
 	var waitLeader func(context.Context, string) (string, error)
 	if o.LeaderKill {
-		kill, waitLeader = s.KillLeader, s.WaitLeader
+		kill = func(ctx context.Context) (string, error) { return s.KillLeader(ctx, labCgroupRoot) }
+		waitLeader = s.WaitLeader
 	}
 	var runs []scale.Figures
 	for _, n := range o.Nodes {

@@ -28,6 +28,16 @@ func TestBenchAgentFlags(t *testing.T) {
 
 // TestBenchScaleFlags: bad flags of bench scale are refused before
 // anything starts (exit 2, no lab).
+// TestBenchScaleSkipCreations: --create-for 0 skips the creation phase
+// (pflag's int slice cannot be set empty).
+func TestBenchScaleSkipCreations(t *testing.T) {
+	o := newBenchScaleOptions()
+	o.CreateFor = 0
+	if err := o.Validate(); err != nil || len(o.CreateRates) != 0 {
+		t.Errorf("--create-for 0: %v, rates %v; want no error and no rates", err, o.CreateRates)
+	}
+}
+
 func TestBenchScaleFlags(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
@@ -39,7 +49,8 @@ func TestBenchScaleFlags(t *testing.T) {
 		{[]string{"bench", "scale", "--step-fraction", "0"}, "--step-fraction 0 is out of range (0, 1]"},
 		{[]string{"bench", "scale", "--max-load", "-1"}, "--max-load -1 must be positive"},
 		{[]string{"bench", "scale", "--create-rates", "0"}, "--create-rates 0 is out of range [1, 1000]"},
-		{[]string{"bench", "scale", "--create-for", "0s"}, "--create-for 0s is out of range [1s, 10m]"},
+		{[]string{"bench", "scale", "--create-for", "500ms"}, "--create-for 500ms is out of range [1s, 10m], or 0 to skip"},
+		{[]string{"bench", "scale", "--nodes", "50,100,50"}, "--nodes 50 is named twice"},
 		{[]string{"bench", "scale", "--rollout-window", "-1s"}, "--rollout-window -1s must not be negative"},
 		{[]string{"bench", "scale", "--google-mode", "mean"}, `--google-mode "mean": want drawn or hold`},
 		{[]string{"bench", "scale", "--trace", "/nonexistent/trace"}, "reading the trace"},

@@ -202,42 +202,68 @@ func (f *Figures) fromScrapes(before, after Scrape) {
 
 // meanSizes is each resource's mean object size in bytes, as its watch
 // events carried it (apiserver_watch_events_sizes, since the API server
-// started).
+// started); a resource nobody watches (events, in the lab) has the mean
+// body of its creates instead (apiserver_request_body_size_bytes).
 func meanSizes(fams map[string]*dto.MetricFamily) map[string]float64 {
-	out := map[string]float64{}
-	n := map[string]float64{}
-	for _, m := range fams["apiserver_watch_events_sizes"].GetMetric() {
-		r := label(m, "resource")
-		out[r] += m.GetHistogram().GetSampleSum()
-		n[r] += float64(m.GetHistogram().GetSampleCount())
-	}
-	for r := range out {
-		if n[r] == 0 {
-			delete(out, r)
-			continue
+	mean := func(family string, keep func(*dto.Metric) bool) map[string]float64 {
+		out, n := map[string]float64{}, map[string]float64{}
+		for _, m := range fams[family].GetMetric() {
+			if keep != nil && !keep(m) {
+				continue
+			}
+			r := label(m, "resource")
+			out[r] += m.GetHistogram().GetSampleSum()
+			n[r] += float64(m.GetHistogram().GetSampleCount())
 		}
-		out[r] /= n[r]
+		for r := range out {
+			if n[r] == 0 {
+				delete(out, r)
+				continue
+			}
+			out[r] /= n[r]
+		}
+		return out
+	}
+	out := mean("apiserver_watch_events_sizes", nil)
+	for r, v := range mean("apiserver_request_body_size_bytes", func(m *dto.Metric) bool { return label(m, "verb") == "create" }) {
+		if _, ok := out[r]; !ok {
+			out[r] = v
+		}
 	}
 	return out
+}
+
+// notStored are the resources whose writes etcd never sees: reviews.
+var notStored = map[string]bool{
+	"tokenreviews": true, "subjectaccessreviews": true, "selfsubjectaccessreviews": true,
+	"localsubjectaccessreviews": true, "selfsubjectreviews": true, "selfsubjectrulesreviews": true,
 }
 
 // EtcdBytesPerHour estimates the bytes that writes at rates put into etcd
 // per hour: each create, update or patch stores the whole object again
 // (a new revision, until compaction), at its resource's mean size in
-// sizes. Writes of resources without watch events (token and access
-// reviews) store nothing; deletes only a tombstone, counted as nothing.
-func EtcdBytesPerHour(sizes map[string]float64, rates ...map[Request]float64) float64 {
-	total := 0.0
+// sizes. Reviews store nothing; deletes only a tombstone, counted as
+// nothing. unsized lists the stored resources written without a size in
+// sizes, whose writes the total leaves out.
+func EtcdBytesPerHour(sizes map[string]float64, rates ...map[Request]float64) (total float64, unsized []string) {
 	for _, m := range rates {
 		for r, v := range m {
-			if r.Verb == "delete" || r.Verb == "deletecollection" {
+			if r.Verb == "delete" || r.Verb == "deletecollection" || v == 0 {
 				continue
 			}
 			res, _, _ := strings.Cut(r.Resource, "/")
-			total += v * 3600 * sizes[res]
+			if notStored[res] {
+				continue
+			}
+			size, ok := sizes[res]
+			if !ok && !slices.Contains(unsized, res) {
+				unsized = append(unsized, res)
+			}
+			total += v * 3600 * size
 		}
 	}
-	return total
+	slices.Sort(unsized)
+	return total, unsized
 }
 
 // Fit is a least-squares line y = A + B*x.
@@ -309,11 +335,35 @@ var columns = []column{
 	{"snug's etcd bytes/h (est)", func(f Figures) float64 { return f.SnugEtcdPerHour }, mib, true},
 	{"etcd written/h (all)", func(f Figures) float64 { return f.EtcdWrittenPerHour }, mib, true},
 	{"step applied", func(f Figures) float64 { return float64(f.Applied) }, num(0), false},
-	{"step p50", func(f Figures) float64 { return f.StepP50.Seconds() }, seconds, false},
-	{"step p99", func(f Figures) float64 { return f.StepP99.Seconds() }, seconds, false},
-	{"step to 99%", func(f Figures) float64 { return f.To99.Seconds() }, seconds, false},
-	{"patched -> applied p50", func(f Figures) float64 { return f.PatchedP50.Seconds() }, seconds, false},
-	{"patched -> applied p99", func(f Figures) float64 { return f.PatchedP99.Seconds() }, seconds, false},
+	{"step p50", stepLatency(func(f Figures) time.Duration { return f.StepP50 }), seconds, false},
+	{"step p99", stepLatency(func(f Figures) time.Duration { return f.StepP99 }), seconds, false},
+	{"step to 99%", func(f Figures) float64 {
+		if f.To99 == 0 { // fewer than 99 % of the stepped pods grew
+			return math.NaN()
+		}
+		return f.To99.Seconds()
+	}, seconds, false},
+	{"patched -> applied p50", stepLatency(func(f Figures) time.Duration { return f.PatchedP50 }), seconds, false},
+	{"patched -> applied p99", stepLatency(func(f Figures) time.Duration { return f.PatchedP99 }), seconds, false},
+}
+
+// stepLatency reads a latency of the step, none (shown "-") when no stepped
+// pod grew.
+func stepLatency(d func(Figures) time.Duration) func(Figures) float64 {
+	return func(f Figures) float64 {
+		if f.Applied == 0 {
+			return math.NaN()
+		}
+		return d(f).Seconds()
+	}
+}
+
+// cell shows v, "-" where nothing was measured (NaN).
+func cell(c column, v float64) string {
+	if math.IsNaN(v) {
+		return "-"
+	}
+	return c.format(v)
 }
 
 // phaseColumns are the figures of the phases after the step that the runs
@@ -346,11 +396,23 @@ func phaseColumns(runs []Figures) []column {
 				return math.NaN()
 			}
 		}
+		// The webhook's figures only where the API server timed calls to
+		// it: none would read as 0 ms.
+		called := func(get func(Creation) float64) func(Creation) float64 {
+			return func(c Creation) float64 {
+				if c.Calls <= 0 {
+					return math.NaN()
+				}
+				return get(c)
+			}
+		}
 		out = append(out,
 			column{fmt.Sprintf("%d/s: created/s", rate), at(func(c Creation) float64 { return c.Achieved }), num(1), false},
-			column{fmt.Sprintf("%d/s: webhook p50", rate), at(func(c Creation) float64 { return c.WebhookP50.Seconds() }), msec, false},
-			column{fmt.Sprintf("%d/s: webhook p99", rate), at(func(c Creation) float64 { return c.WebhookP99.Seconds() }), msec, false},
-			column{fmt.Sprintf("%d/s: webhook <=25ms", rate), at(func(c Creation) float64 { return c.Under25ms }), pct, false},
+			column{fmt.Sprintf("%d/s: webhook calls", rate), at(func(c Creation) float64 { return c.Calls }), num(0), false},
+			column{fmt.Sprintf("%d/s: failed creates", rate), at(func(c Creation) float64 { return float64(c.Failed) }), num(0), false},
+			column{fmt.Sprintf("%d/s: webhook p50", rate), at(called(func(c Creation) float64 { return c.WebhookP50.Seconds() })), msec, false},
+			column{fmt.Sprintf("%d/s: webhook p99", rate), at(called(func(c Creation) float64 { return c.WebhookP99.Seconds() })), msec, false},
+			column{fmt.Sprintf("%d/s: webhook <=25ms", rate), at(called(func(c Creation) float64 { return c.Under25ms })), pct, false},
 			column{fmt.Sprintf("%d/s: create p99", rate), at(func(c Creation) float64 { return c.CreateP99.Seconds() }), msec, false},
 		)
 	}
@@ -409,12 +471,12 @@ func PrintTable(out io.Writer, runs []Figures) {
 		ys := make([]float64, len(runs))
 		for i, r := range runs {
 			ys[i] = c.get(r)
-			fmt.Fprintf(out, "%12s", c.format(ys[i]))
+			fmt.Fprintf(out, "%12s", cell(c, ys[i]))
 		}
 		if c.fit {
 			l := FitLine(xs, ys)
 			for _, n := range Extrapolated {
-				fmt.Fprintf(out, "%12s", c.format(l.At(float64(n))))
+				fmt.Fprintf(out, "%12s", cell(c, l.At(float64(n))))
 			}
 		}
 		fmt.Fprintln(out)

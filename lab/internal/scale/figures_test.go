@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -71,6 +72,16 @@ apiserver_watch_events_sizes_bucket{group="",resource="pods",version="v1",le="40
 apiserver_watch_events_sizes_bucket{group="",resource="pods",version="v1",le="+Inf"} 10
 apiserver_watch_events_sizes_sum{group="",resource="pods",version="v1"} 30000
 apiserver_watch_events_sizes_count{group="",resource="pods",version="v1"} 10
+# TYPE apiserver_request_body_size_bytes histogram
+apiserver_request_body_size_bytes_bucket{group="",resource="events",verb="create",le="+Inf"} 4
+apiserver_request_body_size_bytes_sum{group="",resource="events",verb="create"} 4000
+apiserver_request_body_size_bytes_count{group="",resource="events",verb="create"} 4
+apiserver_request_body_size_bytes_bucket{group="",resource="events",verb="patch",le="+Inf"} 1
+apiserver_request_body_size_bytes_sum{group="",resource="events",verb="patch"} 100
+apiserver_request_body_size_bytes_count{group="",resource="events",verb="patch"} 1
+apiserver_request_body_size_bytes_bucket{group="",resource="pods",verb="create",le="+Inf"} 1
+apiserver_request_body_size_bytes_sum{group="",resource="pods",verb="create"} 500
+apiserver_request_body_size_bytes_count{group="",resource="pods",verb="create"} 1
 # TYPE apiserver_request_total counter
 apiserver_request_total{verb="GET",resource="pods",code="200"} 700
 apiserver_request_total{verb="PATCH",resource="pods",code="200"} 70
@@ -144,8 +155,9 @@ func TestFiguresFromScrapes(t *testing.T) {
 	if f.EtcdBytes != 2<<20 || f.EtcdWrittenPerHour != 60<<20 {
 		t.Errorf("etcd %v bytes, %v written/h, want 2Mi and 60Mi/h", f.EtcdBytes, f.EtcdWrittenPerHour)
 	}
-	if f.ObjectBytes["pods"] != 3000 {
-		t.Errorf("mean pod size %v, want 3000 (the watch events' sum over count)", f.ObjectBytes["pods"])
+	if f.ObjectBytes["pods"] != 3000 || f.ObjectBytes["events"] != 1000 {
+		t.Errorf("mean sizes: pod %v, event %v; want 3000 (the watch events' sum over count, not the creates' bodies) and 1000 (unwatched: the creates' bodies, not the patches')",
+			f.ObjectBytes["pods"], f.ObjectBytes["events"])
 	}
 	var out bytes.Buffer
 	PrintTable(&out, []Figures{f})
@@ -204,12 +216,12 @@ func TestCleanupTimeout(t *testing.T) {
 // (reviews, not stored) add nothing; a subresource is its resource's.
 func TestEtcdBytesPerHour(t *testing.T) {
 	sizes := map[string]float64{"pods": 3000, "configmaps": 10000}
-	agents := map[Request]float64{{"patch", "pods"}: 0.5, {"delete", "pods"}: 1, {"patch", "pods/resize"}: 0.5}
+	agents := map[Request]float64{{"patch", "pods"}: 0.5, {"delete", "pods"}: 1, {"patch", "pods/resize"}: 0.5, {"create", "events"}: 0.2}
 	ctl := map[Request]float64{{"update", "configmaps"}: 0.1, {"create", "tokenreviews"}: 5}
-	got := EtcdBytesPerHour(sizes, agents, ctl)
+	got, unsized := EtcdBytesPerHour(sizes, agents, ctl)
 	want := 3600 * (0.5*3000 + 0.5*3000 + 0.1*10000)
-	if got != want {
-		t.Errorf("EtcdBytesPerHour = %v, want %v", got, want)
+	if got != want || !slices.Equal(unsized, []string{"events"}) {
+		t.Errorf("EtcdBytesPerHour = %v, unsized %v; want %v, [events]", got, unsized, want)
 	}
 }
 
@@ -248,17 +260,40 @@ func TestWebhookFromScrapes(t *testing.T) {
 
 // TestPhaseColumns: the table shows a row per creation rate figure, the
 // rollout's and the leader kill's, only when a run ran them, with the
-// runs that did not as NaN.
+// runs that did not as "-"; a rate whose webhook the API server never
+// timed shows "-" for the webhook's figures, not 0 ms, and so does a step
+// that grew no pod.
 func TestPhaseColumns(t *testing.T) {
 	runs := []Figures{
-		{Nodes: 50, Creations: []Creation{{Rate: 10, Achieved: 9.9, WebhookP99: 20 * time.Millisecond, Under25ms: 0.995}}, Failover: &Failover{Takeover: 16 * time.Second}},
+		{Nodes: 50, Creations: []Creation{{Rate: 10, Achieved: 9.9, Calls: 99, WebhookP99: 20 * time.Millisecond, Under25ms: 0.995},
+			{Rate: 50, Achieved: 49, Failed: 3}}, Failover: &Failover{Takeover: 16 * time.Second}},
 		{Nodes: 100, Rollout: &Rollout{Ready: 3 * time.Second, WritesPerNode: 0.5}},
 	}
 	var out bytes.Buffer
 	PrintTable(&out, runs)
-	for _, want := range []string{"10/s: webhook p99", "20.0ms", "99.5%", "rollout: all ready", "3.00s", "leader kill: takeover", "16.00s", "NaN"} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("table lacks %q:\n%s", want, out.String())
+	row := func(name string) []string {
+		for _, l := range strings.Split(out.String(), "\n") {
+			if strings.HasPrefix(l, name+" ") {
+				return strings.Fields(strings.TrimPrefix(l, name))
+			}
+		}
+		t.Errorf("table lacks row %q:\n%s", name, out.String())
+		return nil
+	}
+	for _, tc := range []struct {
+		row  string
+		want []string
+	}{
+		{"10/s: webhook p99", []string{"20.0ms", "-"}},
+		{"10/s: webhook <=25ms", []string{"99.5%", "-"}},
+		{"50/s: webhook p99", []string{"-", "-"}},
+		{"50/s: failed creates", []string{"3", "-"}},
+		{"rollout: all ready", []string{"-", "3.00s"}},
+		{"leader kill: takeover", []string{"16.00s", "-"}},
+		{"step p99", []string{"-", "-"}},
+	} {
+		if got := row(tc.row); !slices.Equal(got, tc.want) {
+			t.Errorf("row %q: %q, want %q", tc.row, got, tc.want)
 		}
 	}
 	out.Reset()

@@ -10,10 +10,12 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	"github.com/snug-dev/snug/api/v1alpha1"
@@ -175,11 +177,15 @@ func createdPod(rate, i, groups int) *corev1.Pod {
 // gone.
 func deleteCreated(ctx context.Context, cs kubernetes.Interface, ns string) error {
 	sel := metav1.ListOptions{LabelSelector: createdLabel + "=true"}
-	if err := cs.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}, sel); err != nil {
+	// Up to a thousand pods: on 2 cores the collection's delete can
+	// outlast the API server's request timeout while it goes on; the wait
+	// below sees it through (as cleanup does).
+	err := cs.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}, sel)
+	if err != nil && !apierrors.IsServerTimeout(err) && !apierrors.IsTimeout(err) {
 		return fmt.Errorf("deleting the created pods: %w", err)
 	}
 	left := 0
-	err := wait.PollUntilContextTimeout(ctx, time.Second, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+	err = wait.PollUntilContextTimeout(ctx, time.Second, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
 		o := sel
 		o.ResourceVersion = "0"
 		list, err := cs.CoreV1().Pods(ns).List(ctx, o)
@@ -216,15 +222,21 @@ func failover(ctx context.Context, pc *policyclient.Client, ns, policy string,
 	}
 	start := time.Now()
 	f.Killed = killed
-	p, err := pc.SnugPolicies(ns).Get(ctx, policy, metav1.GetOptions{})
-	if err != nil {
-		return f, fmt.Errorf("reading policy %s: %w", policy, err)
-	}
-	// A change of spec that sizes nothing differently: a 64-core cap.
-	p.Spec.ResourcePolicy = &v1alpha1.PodResourcePolicy{ContainerPolicies: []v1alpha1.ContainerResourcePolicy{{
-		ContainerName: "*", MaxAllowed: &v1alpha1.ResourceAmounts{CPU: ptr.To(resource.MustParse("64"))},
-	}}}
-	p, err = pc.SnugPolicies(ns).Update(ctx, p, metav1.UpdateOptions{})
+	// A change of spec that sizes nothing differently: a 64-core cap. The
+	// new leader may write the policy's status meanwhile: a conflict reads
+	// it again.
+	var p *v1alpha1.SnugPolicy
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := pc.SnugPolicies(ns).Get(ctx, policy, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		cur.Spec.ResourcePolicy = &v1alpha1.PodResourcePolicy{ContainerPolicies: []v1alpha1.ContainerResourcePolicy{{
+			ContainerName: "*", MaxAllowed: &v1alpha1.ResourceAmounts{CPU: ptr.To(resource.MustParse("64"))},
+		}}}
+		p, err = pc.SnugPolicies(ns).Update(ctx, cur, metav1.UpdateOptions{})
+		return err
+	})
 	if err != nil {
 		return f, fmt.Errorf("changing policy %s: %w", policy, err)
 	}
