@@ -124,8 +124,8 @@ type Figures struct {
 	EtcdBytes, EtcdWrittenPerHour, SnugEtcdPerHour float64
 	ObjectBytes                                    map[string]float64
 	// Step: how many pods were stepped, and from the step to each one's
-	// applied CPU grow (its status resources showing a CPU request half
-	// again above the one at the step):
+	// applied CPU grow (its status resources showing the step's grow:
+	// grown):
 	// p50, p99, and until 99 % were applied; Applied counts those seen.
 	Stepped, Applied       int
 	StepP50, StepP99, To99 time.Duration
@@ -494,10 +494,9 @@ func waitRunning(ctx context.Context, cs kubernetes.Interface, ns string, n int)
 
 // watchStep starts the step (sets *at) and returns, sorted, each stepped
 // pod's time from the step to the first version of it whose status shows
-// a CPU request above 1.5 times the one at the step (applied), and from the
-// first version whose spec shows one (the agent's patch, as the API server
-// took it) to that applied one (patched). A grow of half again tells the
-// step's from a real trace's own moves, which the agent follows too.
+// the step's grow (applied, see grown), and from the first version whose
+// spec shows it (the agent's patch, as the API server took it) to that
+// applied one (patched).
 func watchStep(ctx context.Context, cs kubernetes.Interface, ns string, every int, at *atomic.Int64, timeout time.Duration) (applied, patched []time.Duration, err error) {
 	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(ns), informers.WithTransform(kube.StripManagedFields))
 	inf := factory.Core().V1().Pods().Informer()
@@ -512,8 +511,8 @@ func watchStep(ctx context.Context, cs kubernetes.Interface, ns string, every in
 		_, err := fmt.Sscanf(p.Name, "pod-%d", &i)
 		return err == nil && i%every == 0
 	}
-	// The CPU requests at the step, spec's and status's, by pod.
-	specAt, statusAt := map[string]int64{}, map[string]int64{}
+	// The CPU at the step, spec's and status's, by pod.
+	specAt, statusAt := map[string]cpuAt{}, map[string]cpuAt{}
 	total := 0
 	see := func(obj any) {
 		now := time.Now()
@@ -526,10 +525,10 @@ func watchStep(ctx context.Context, cs kubernetes.Interface, ns string, every in
 		if start.IsZero() {
 			return
 		}
-		if _, seen := patchedAt[p.Name]; !seen && grown(specRequest(p), specAt[p.Name]) {
+		if _, seen := patchedAt[p.Name]; !seen && grown(specCPU(p), specAt[p.Name]) {
 			patchedAt[p.Name] = now
 		}
-		if _, seen := appliedAt[p.Name]; !seen && grown(statusRequest(p), statusAt[p.Name]) {
+		if _, seen := appliedAt[p.Name]; !seen && grown(statusCPU(p), statusAt[p.Name]) {
 			appliedAt[p.Name] = now
 		}
 	}
@@ -546,7 +545,7 @@ func watchStep(ctx context.Context, cs kubernetes.Interface, ns string, every in
 	for _, obj := range inf.GetStore().List() {
 		if p := obj.(*corev1.Pod); stepped(p) && len(p.Spec.Containers) > 0 {
 			total++
-			specAt[p.Name], statusAt[p.Name] = specRequest(p), statusRequest(p)
+			specAt[p.Name], statusAt[p.Name] = specCPU(p), statusCPU(p)
 		}
 	}
 	mu.Unlock()
@@ -572,23 +571,37 @@ func watchStep(ctx context.Context, cs kubernetes.Interface, ns string, every in
 	return applied, patched, nil
 }
 
-// specRequest and statusRequest are a pod's first container's CPU request
-// in millicores, as its spec asks and as its status shows applied (0 while
-// it shows none).
-func specRequest(p *corev1.Pod) int64 {
-	return p.Spec.Containers[0].Resources.Requests.Cpu().MilliValue()
+// cpuAt is a container's CPU request and limit in millicores (0: none).
+type cpuAt struct{ req, lim int64 }
+
+// specCPU and statusCPU are a pod's first container's CPU, as its spec asks
+// and as its status shows applied (zero while it shows none).
+func specCPU(p *corev1.Pod) cpuAt {
+	r := p.Spec.Containers[0].Resources
+	return cpuAt{r.Requests.Cpu().MilliValue(), r.Limits.Cpu().MilliValue()}
 }
 
-func statusRequest(p *corev1.Pod) int64 {
+func statusCPU(p *corev1.Pod) cpuAt {
 	if len(p.Status.ContainerStatuses) == 0 || p.Status.ContainerStatuses[0].Resources == nil {
-		return 0
+		return cpuAt{}
 	}
-	return p.Status.ContainerStatuses[0].Resources.Requests.Cpu().MilliValue()
+	r := p.Status.ContainerStatuses[0].Resources
+	return cpuAt{r.Requests.Cpu().MilliValue(), r.Limits.Cpu().MilliValue()}
 }
 
-// grown says whether a CPU request of now millicores is the step's grow
-// of one of was: half again above it. A was of 0 (unknown) never grows.
-func grown(now, was int64) bool { return was > 0 && 2*now > 3*was }
+// grown says whether CPU now is the step's grow of was. A container with a
+// CPU limit at the step is starved by it, and its grow raises the limit
+// (the agent may raise the request less: the flat bench load's 4x step
+// took 100m/200m to 122m/244m); a flat load's limit never moves on its
+// own. One without a limit (a trace's Borg request, no limit) grows its
+// request, by half again to tell the step's grow from the trace's own
+// moves, which the agent follows too. A was of zero (unknown) never grows.
+func grown(now, was cpuAt) bool {
+	if was.lim > 0 {
+		return now.lim > was.lim
+	}
+	return was.req > 0 && 2*now.req > 3*was.req
+}
 
 // quantile of sorted durations (nearest rank); 0 for none.
 func quantile(sorted []time.Duration, q float64) time.Duration {

@@ -109,15 +109,24 @@ func TestTracePlanHistory(t *testing.T) {
 	}
 }
 
-// TestGrown: the step's grow is half again above the request at the step;
-// an unknown one never counts.
+// TestGrown: with a CPU limit at the step, the step's grow raises the
+// limit (the flat load's 100m/200m -> 122m/244m counts, though its request
+// rose less than half); without one, the request half again above the one
+// at the step; an unknown one never counts.
 func TestGrown(t *testing.T) {
 	for _, tc := range []struct {
-		now, was int64
+		now, was cpuAt
 		want     bool
-	}{{150, 100, false}, {151, 100, true}, {400, 0, false}, {90, 100, false}} {
+	}{
+		{cpuAt{122, 244}, cpuAt{100, 200}, true},
+		{cpuAt{150, 200}, cpuAt{100, 200}, false},
+		{cpuAt{150, 0}, cpuAt{100, 0}, false},
+		{cpuAt{151, 0}, cpuAt{100, 0}, true},
+		{cpuAt{400, 800}, cpuAt{}, false},
+		{cpuAt{90, 0}, cpuAt{100, 0}, false},
+	} {
 		if got := grown(tc.now, tc.was); got != tc.want {
-			t.Errorf("grown(%d, %d) = %v, want %v", tc.now, tc.was, got, tc.want)
+			t.Errorf("grown(%v, %v) = %v, want %v", tc.now, tc.was, got, tc.want)
 		}
 	}
 }
