@@ -45,7 +45,8 @@ import (
 
 // Config tunes a Controller. The zero value of a field means its default.
 type Config struct {
-	// Workers is how many policies are reconciled at once. Default 2.
+	// Workers is how many policies each concern (status, checkpoints,
+	// disruption) reconciles at once. Default 2.
 	Workers int
 	// ResyncInterval is how often a policy is reconciled without any event,
 	// to fold new snapshots and age deferrals. Default 1m.
@@ -85,13 +86,25 @@ func (c Config) withDefaults() Config {
 
 // Controller reconciles SnugPolicy objects. Create it with New and call Run
 // once; Run returns when its context ends.
+//
+// It is three reconcilers over the same informers, one per concern, each
+// with its own queue of policy keys, rate limiter and workers, so that one
+// concern's retries and cadence never hold another's back: checkpoints
+// (fold the pods' snapshots into the policy's checkpoint, write it when
+// due, and work out the recommendation), status (conditions, selector,
+// the recommendation the checkpoints worked out, restart records), and
+// disruption (evictions for Deferred resizes, restart windows). Every
+// event enqueues the policy for each.
 type Controller struct {
 	cfg      Config
 	cs       kubernetes.Interface
 	pc       *policyclient.Client
 	recorder record.EventRecorder
 	metrics  *Metrics
-	queue    workqueue.TypedRateLimitingInterface[string]
+	// checkpointQ, statusQ and disruptionQ are the concerns, in that
+	// order in concerns.
+	checkpointQ, statusQ, disruptionQ *concern
+	concerns                          []*concern
 	// statuses writes policies' status: pc's, or a test's.
 	statuses func(namespace string) statusWriter
 
@@ -117,6 +130,9 @@ type Controller struct {
 
 	mu         sync.Mutex
 	lastWrites map[string]time.Time // checkpoint writes by policy key
+	// recs are the recommendations the checkpoints concern worked out, by
+	// policy key, for the status concern to show.
+	recs map[string]recState
 	// evicting holds the pods this controller evicted until its cache shows
 	// them terminating or gone, so that a reconcile that runs on a cache
 	// older than the eviction never evicts a second pod (nor the same one
@@ -136,6 +152,27 @@ type statusWriter interface {
 	UpdateStatus(ctx context.Context, p *v1alpha1.SnugPolicy, o metav1.UpdateOptions) (*v1alpha1.SnugPolicy, error)
 }
 
+// concern is one of the controller's reconcilers: the policy keys it has
+// to look at, in its own rate-limited queue, and what it does with one.
+type concern struct {
+	name  string
+	queue workqueue.TypedRateLimitingInterface[string]
+	// reconcile brings one policy up to date for this concern and returns
+	// when to look again without an event (0: the resync interval).
+	reconcile func(ctx context.Context, key string) (time.Duration, error)
+}
+
+// recState is a policy's recommendation as the checkpoints concern worked
+// it out, for the status concern.
+type recState struct {
+	rec *v1alpha1.RecommendedPodResources
+	// generation is the policy's generation it was worked out for (its
+	// bounds); pending says it is that generation's first and not shown
+	// yet: a new spec is shown at once, not only once it moved.
+	generation int64
+	pending    bool
+}
+
 // evictionMark is one eviction not yet seen in the cache.
 type evictionMark struct {
 	policy string
@@ -152,8 +189,6 @@ func New(cs kubernetes.Interface, pc *policyclient.Client, recorder record.Event
 	cfg = cfg.withDefaults()
 	c := &Controller{
 		cfg: cfg, cs: cs, pc: pc, recorder: recorder, metrics: m,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "snugpolicy", Clock: cfg.Clock}),
 		factory: informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithTransform(cacheOnlyRead)),
 		policyInf: cache.NewSharedIndexInformer(&cache.ListWatch{
 			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
@@ -167,9 +202,21 @@ func New(cs kubernetes.Interface, pc *policyclient.Client, recorder record.Event
 		cmFactory: informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithTransform(kube.StripManagedFields),
 			informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = managedByLabel + "=snug" })),
 		lastWrites: map[string]time.Time{},
+		recs:       map[string]recState{},
 		evicting:   map[types.UID]evictionMark{},
 		granted:    map[string]grantMark{},
 	}
+	newConcern := func(name string, reconcile func(context.Context, string) (time.Duration, error)) *concern {
+		// The queue's name is its workqueue_* series' name label.
+		q := workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "snugpolicy_" + name, Clock: cfg.Clock})
+		cn := &concern{name: name, queue: q, reconcile: reconcile}
+		c.concerns = append(c.concerns, cn)
+		return cn
+	}
+	c.checkpointQ = newConcern("checkpoints", c.reconcileCheckpoints)
+	c.statusQ = newConcern("status", c.reconcileStatus)
+	c.disruptionQ = newConcern("disruption", c.reconcileDisruption)
 	c.statuses = func(ns string) statusWriter { return pc.SnugPolicies(ns) }
 	cms := c.cmFactory.Core().V1().ConfigMaps()
 	c.checkpoints = cms.Lister()
@@ -252,10 +299,11 @@ func (c *Controller) Synced() bool {
 }
 
 // Run starts the informers unless Start did, waits for their caches and
-// reconciles until ctx ends.
+// reconciles until ctx ends: each concern with Workers workers. It returns
+// once every worker has.
 func (c *Controller) Run(ctx context.Context) error {
 	defer utilruntime.HandleCrash()
-	defer c.queue.ShutDown()
+	defer c.shutDownQueues()
 	log := klog.FromContext(ctx)
 	if c.Start(ctx) {
 		defer c.Shutdown()
@@ -263,53 +311,69 @@ func (c *Controller) Run(ctx context.Context) error {
 	if !cache.WaitForCacheSync(ctx.Done(), c.allSynced...) {
 		return errors.New("waiting for informer caches to sync: context ended")
 	}
-	log.Info("controller started", "workers", c.cfg.Workers)
+	log.Info("controller started", "workers", c.cfg.Workers, "concerns", len(c.concerns))
 	var wg sync.WaitGroup
-	for range c.cfg.Workers {
-		wg.Go(func() { wait.UntilWithContext(ctx, c.work, time.Second) })
+	for _, cn := range c.concerns {
+		for range c.cfg.Workers {
+			wg.Go(func() { wait.UntilWithContext(ctx, func(ctx context.Context) { c.work(ctx, cn) }, time.Second) })
+		}
 	}
 	<-ctx.Done()
-	c.queue.ShutDown()
+	c.shutDownQueues()
 	wg.Wait()
 	return nil
 }
 
-func (c *Controller) work(ctx context.Context) {
-	for {
-		key, quit := c.queue.Get()
-		if quit {
-			return
-		}
-		c.process(ctx, key)
-		c.queue.Done(key)
+func (c *Controller) shutDownQueues() {
+	for _, cn := range c.concerns {
+		cn.queue.ShutDown()
 	}
 }
 
-func (c *Controller) process(ctx context.Context, key string) {
+func (c *Controller) work(ctx context.Context, cn *concern) {
+	for {
+		key, quit := cn.queue.Get()
+		if quit {
+			return
+		}
+		c.process(ctx, cn, key)
+		cn.queue.Done(key)
+	}
+}
+
+func (c *Controller) process(ctx context.Context, cn *concern, key string) {
 	start := c.cfg.Clock.Now()
-	requeue, err := c.reconcile(ctx, key)
-	c.metrics.reconcileDuration.Observe(c.cfg.Clock.Since(start).Seconds())
+	requeue, err := cn.reconcile(ctx, key)
+	c.metrics.reconcileDuration.WithLabelValues(cn.name).Observe(c.cfg.Clock.Since(start).Seconds())
+	log := klog.FromContext(ctx).WithValues("policy", key, "concern", cn.name)
 	switch {
 	case apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err):
 		// A write raced another, or the cache was behind our own last
 		// write: read again.
-		c.metrics.reconciles.WithLabelValues("conflict").Inc()
-		klog.FromContext(ctx).V(1).Info("retrying after a conflict", "policy", key, "err", err.Error())
-		c.queue.AddRateLimited(key)
+		c.metrics.reconciles.WithLabelValues(cn.name, "conflict").Inc()
+		log.V(1).Info("retrying after a conflict", "err", err.Error())
+		cn.queue.AddRateLimited(key)
 		return
 	case err != nil:
-		c.metrics.reconciles.WithLabelValues("error").Inc()
-		klog.FromContext(ctx).Error(err, "reconciling policy", "policy", key)
-		c.queue.AddRateLimited(key)
+		c.metrics.reconciles.WithLabelValues(cn.name, "error").Inc()
+		log.Error(err, "reconciling policy")
+		cn.queue.AddRateLimited(key)
 		return
 	case requeue > 0:
-		c.metrics.reconciles.WithLabelValues("requeue").Inc()
+		c.metrics.reconciles.WithLabelValues(cn.name, "requeue").Inc()
 	default:
-		c.metrics.reconciles.WithLabelValues("ok").Inc()
+		c.metrics.reconciles.WithLabelValues(cn.name, "ok").Inc()
 	}
-	c.queue.Forget(key)
+	cn.queue.Forget(key)
 	if requeue > 0 {
-		c.queue.AddAfter(key, requeue)
+		cn.queue.AddAfter(key, requeue)
+	}
+}
+
+// enqueue adds a policy key to every concern's queue.
+func (c *Controller) enqueue(key string) {
+	for _, cn := range c.concerns {
+		cn.queue.Add(key)
 	}
 }
 
@@ -322,7 +386,7 @@ func (c *Controller) onPolicy(old, cur metav1.Object) {
 	}
 	// Every policy of the namespace: overlap depends on the others'
 	// selectors, and a deleted policy's key must be seen once more.
-	c.queue.Add(key(o.GetNamespace(), o.GetName()))
+	c.enqueue(key(o.GetNamespace(), o.GetName()))
 	c.enqueueNamespace(o.GetNamespace(), func(*v1alpha1.SnugPolicy) bool { return true })
 }
 
@@ -394,7 +458,7 @@ func (c *Controller) enqueueNamespace(ns string, match func(*v1alpha1.SnugPolicy
 	}
 	for _, o := range objs {
 		if p, ok := o.(*v1alpha1.SnugPolicy); ok && match(p) {
-			c.queue.Add(key(p.Namespace, p.Name))
+			c.enqueue(key(p.Namespace, p.Name))
 		}
 	}
 }
@@ -413,117 +477,204 @@ func (c *Controller) policiesIn(ns string) []*v1alpha1.SnugPolicy {
 	return out
 }
 
-// reconcile brings one policy's status, checkpoint and evictions up to
-// date. It returns when to look again without an event (0: the resync
-// interval applies).
-func (c *Controller) reconcile(ctx context.Context, k string) (time.Duration, error) {
+// observed is what every concern reads of one policy from the caches.
+type observed struct {
+	p      *v1alpha1.SnugPolicy
+	target resolution
+	// sel is the policy's pod selector, nil while it resolves to none;
+	// pods are the running pods it governs (those of a younger
+	// overlapping policy left out, ov), vpas the VerticalPodAutoscalers
+	// that act on them too.
+	sel  labels.Selector
+	pods []*corev1.Pod
+	ov   overlap
+	vpas []vpaView
+	// hpa are the resources a HorizontalPodAutoscaler scales the target
+	// on.
+	hpa map[corev1.ResourceName][]string
+}
+
+// observe reads policy k and what it governs from the caches; nil when
+// the policy is gone, after forgetting what the controller kept of it.
+func (c *Controller) observe(k string) (*observed, error) {
 	ns, name, err := cache.SplitMetaNamespaceKey(k)
 	if err != nil {
-		return 0, nil
+		return nil, nil
 	}
 	obj, exists, err := c.policyInf.GetIndexer().GetByKey(k)
 	if err != nil {
-		return 0, fmt.Errorf("reading p from cache: %w", err)
+		return nil, fmt.Errorf("reading policy from cache: %w", err)
 	}
 	if !exists {
 		c.metrics.forget(ns, name)
 		c.mu.Lock()
 		delete(c.lastWrites, k)
 		delete(c.granted, k)
+		delete(c.recs, k)
 		c.mu.Unlock()
-		return 0, nil // the checkpoint goes with its owner reference
+		return nil, nil // the checkpoint goes with its owner reference
 	}
-	p := obj.(*v1alpha1.SnugPolicy)
-	log := klog.FromContext(ctx).WithValues("policy", klog.KObj(p))
-	ctx = klog.NewContext(ctx, log)
-	now := c.cfg.Clock.Now()
-
-	target, sel := c.resolve(p)
-	var pods []*corev1.Pod
-	var ov overlap
-	if sel != nil {
-		all, err := c.pods.Pods(ns).List(sel)
+	o := &observed{p: obj.(*v1alpha1.SnugPolicy)}
+	o.target, o.sel = c.resolve(o.p)
+	if o.sel != nil {
+		all, err := c.pods.Pods(ns).List(o.sel)
 		if err != nil {
-			return 0, fmt.Errorf("listing pods: %w", err)
+			return nil, fmt.Errorf("listing pods: %w", err)
 		}
 		all = slices.DeleteFunc(all, func(p *corev1.Pod) bool {
 			return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
 		})
-		pods, ov = findOverlap(peer{name: p.Name, created: p.CreationTimestamp.Time, sel: sel}, c.peers(ns), all)
+		o.pods, o.ov = findOverlap(peer{name: o.p.Name, created: o.p.CreationTimestamp.Time, sel: o.sel}, c.peers(ns), all)
 	}
 	hpaList, err := c.hpas.HorizontalPodAutoscalers(ns).List(labels.Everything())
 	if err != nil {
-		return 0, fmt.Errorf("listing horizontal pod autoscalers: %w", err)
+		return nil, fmt.Errorf("listing horizontal pod autoscalers: %w", err)
 	}
-	hpa := hpaResources(p.Spec.TargetRef, hpaList)
-	vpas := vpaConflicts(p.Spec.TargetRef, pods, c.vpasIn(ns))
+	o.hpa = hpaResources(o.p.Spec.TargetRef, hpaList)
+	o.vpas = vpaConflicts(o.p.Spec.TargetRef, o.pods, c.vpasIn(ns))
+	return o, nil
+}
 
-	status := *p.Status.DeepCopy()
-	status.ObservedGeneration = p.Generation
-	status.Selector = target.selector
-	status.UncontrolledResources = uncontrolled(hpa)
+// withLog returns ctx with a logger naming the policy.
+func withLog(ctx context.Context, p *v1alpha1.SnugPolicy) context.Context {
+	return klog.NewContext(ctx, klog.FromContext(ctx).WithValues("policy", klog.KObj(p)))
+}
 
+// reconcileCheckpoints folds the policy's pods' snapshots into its
+// checkpoint, writes it when due, and hands the recommendation to the
+// status concern when it is new or moved. A failed write is an event and
+// an error (the queue's rate limiter retries it).
+func (c *Controller) reconcileCheckpoints(ctx context.Context, k string) (time.Duration, error) {
+	o, err := c.observe(k)
+	if o == nil || err != nil {
+		return 0, err
+	}
+	if o.sel == nil {
+		return c.cfg.ResyncInterval, nil
+	}
+	p := o.p
+	ctx = withLog(ctx, p)
+	log := klog.FromContext(ctx)
+	rec, after, err := c.history(ctx, p, o.pods, uncontrolled(o.hpa), c.cfg.Clock.Now())
+	switch {
+	case apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err):
+		return 0, err
+	case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
+		// The namespace is being deleted, its pods' last snapshots
+		// with it: the checkpoint goes too, nothing is lost that
+		// anyone could use.
+		log.V(1).Info("namespace being deleted; no checkpoint written", "err", err.Error())
+		return c.cfg.ResyncInterval, nil
+	case err != nil:
+		c.recorder.Eventf(p, corev1.EventTypeWarning, EventCheckpointFailed, "keeping learnt history: %v", err)
+		return 0, fmt.Errorf("keeping learnt history: %w", err)
+	}
+	c.mu.Lock()
+	prev, had := c.recs[k]
+	next := recState{rec: rec, generation: p.Generation, pending: had && prev.generation != p.Generation || had && prev.pending}
+	c.recs[k] = next
+	c.mu.Unlock()
+	if next.pending || p.Status.ObservedGeneration != p.Generation || recommendationMoved(p.Status.Recommendation, rec, policy.HistoryConfig(p)) {
+		c.statusQ.queue.Add(k)
+	}
+	if after > 0 && after < c.cfg.ResyncInterval {
+		return after, nil
+	}
+	return c.cfg.ResyncInterval, nil
+}
+
+// reconcileDisruption evicts a pod whose resize stayed Deferred and grants
+// or takes back restart windows, as the policy allows.
+func (c *Controller) reconcileDisruption(ctx context.Context, k string) (time.Duration, error) {
+	o, err := c.observe(k)
+	if o == nil || err != nil {
+		return 0, err
+	}
 	requeue := c.cfg.ResyncInterval
-	if sel != nil {
-		rec, after, err := c.history(ctx, p, pods, status.UncontrolledResources, now)
-		switch {
-		case apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err):
-			return 0, err
-		case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
-			// The namespace is being deleted, its pods' last snapshots
-			// with it: the checkpoint goes too, nothing is lost that
-			// anyone could use.
-			log.V(1).Info("namespace being deleted; no checkpoint written", "err", err.Error())
-		case err != nil:
-			c.recorder.Eventf(p, corev1.EventTypeWarning, EventCheckpointFailed, "keeping learnt history: %v", err)
-			log.Error(err, "keeping learnt history")
-		case p.Status.ObservedGeneration != p.Generation || recommendationMoved(p.Status.Recommendation, rec, policy.HistoryConfig(p)):
-			// A new spec (bounds) is shown at once.
-			status.Recommendation = rec
-		}
+	if o.sel == nil {
+		return requeue, nil
+	}
+	ctx = withLog(ctx, o.p)
+	now := c.cfg.Clock.Now()
+	sooner := func(after time.Duration) {
 		if after > 0 && after < requeue {
 			requeue = after
 		}
-		// A policy that yields to a VPA changes no pod (vpa.go): it
-		// evicts none and grants no restart window (and takes back any).
-		if len(vpas) == 0 {
-			if after := c.evictDeferred(ctx, p, pods, now); after > 0 && after < requeue {
-				requeue = after
-			}
+	}
+	// A policy that yields to a VPA changes no pod (vpa.go): it evicts
+	// none and grants no restart window (and takes back any).
+	if len(o.vpas) == 0 {
+		sooner(c.evictDeferred(ctx, o.p, o.pods, now))
+	}
+	sooner(c.restartWindows(ctx, o.p, o.pods, len(o.vpas) > 0, now))
+	return requeue, nil
+}
+
+// reconcileStatus writes the policy's status when it changed: its
+// conditions, selector and uncontrolled resources, the recommendation the
+// checkpoints concern worked out for its generation (when new, or moved
+// out of its band), and the restarts that ended.
+func (c *Controller) reconcileStatus(ctx context.Context, k string) (time.Duration, error) {
+	o, err := c.observe(k)
+	if o == nil || err != nil {
+		return 0, err
+	}
+	p := o.p
+	ctx = withLog(ctx, p)
+	log := klog.FromContext(ctx)
+	now := c.cfg.Clock.Now()
+
+	status := *p.Status.DeepCopy()
+	status.ObservedGeneration = p.Generation
+	status.Selector = o.target.selector
+	status.UncontrolledResources = uncontrolled(o.hpa)
+	c.mu.Lock()
+	rs, ok := c.recs[k]
+	c.mu.Unlock()
+	shown := false
+	if o.sel != nil {
+		if ok && rs.generation == p.Generation && (rs.pending || p.Status.ObservedGeneration != p.Generation ||
+			recommendationMoved(p.Status.Recommendation, rs.rec, policy.HistoryConfig(p))) {
+			status.Recommendation = rs.rec
+			shown = rs.pending
 		}
-		if after := c.restartWindows(ctx, p, pods, len(vpas) > 0, now); after > 0 && after < requeue {
-			requeue = after
-		}
-		status.Restarts = withRestarts(status.Restarts, closedRestarts(pods))
+		status.Restarts = withRestarts(status.Restarts, closedRestarts(o.pods))
 	}
 
 	want := conditionsFor(observation{
-		mode: policy.UpdateMode(p), target: target, pods: len(pods), overlap: ov, hpa: hpa, vpas: vpas,
+		mode: policy.UpdateMode(p), target: o.target, pods: len(o.pods), overlap: o.ov, hpa: o.hpa, vpas: o.vpas,
 		recommendation: status.Recommendation != nil,
 	})
 	status.Conditions = mergeConditions(status.Conditions, want, p.Generation, now)
 	for _, e := range conditionEvents(p.Status.Conditions, status.Conditions) {
 		c.recorder.Event(p, corev1.EventTypeWarning, e.reason, e.message)
 	}
-	c.metrics.pods.WithLabelValues(ns, name).Set(float64(len(pods)))
+	c.metrics.pods.WithLabelValues(p.Namespace, p.Name).Set(float64(len(o.pods)))
 	for _, cond := range status.Conditions {
 		v := 0.0
 		if cond.Status == metav1.ConditionTrue {
 			v = 1
 		}
-		c.metrics.conditions.WithLabelValues(ns, name, cond.Type).Set(v)
+		c.metrics.conditions.WithLabelValues(p.Namespace, p.Name, cond.Type).Set(v)
 	}
 
-	if equality.Semantic.DeepEqual(p.Status, status) {
-		return requeue, nil
+	if !equality.Semantic.DeepEqual(p.Status, status) {
+		updated := p.DeepCopy()
+		updated.Status = status
+		if _, err := c.statuses(p.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{}); err != nil {
+			return 0, fmt.Errorf("updating status: %w", err)
+		}
+		log.V(1).Info("status updated", "selector", status.Selector, "pods", len(o.pods))
 	}
-	updated := p.DeepCopy()
-	updated.Status = status
-	if _, err := c.statuses(ns).UpdateStatus(ctx, updated, metav1.UpdateOptions{}); err != nil {
-		return 0, fmt.Errorf("updating status: %w", err)
+	if shown {
+		c.mu.Lock()
+		if cur, ok := c.recs[k]; ok && cur.generation == rs.generation && cur.rec == rs.rec {
+			cur.pending = false
+			c.recs[k] = cur
+		}
+		c.mu.Unlock()
 	}
-	log.V(1).Info("status updated", "selector", status.Selector, "pods", len(pods))
-	return requeue, nil
+	return c.cfg.ResyncInterval, nil
 }
 
 // resolve finds the policy's pod selector.

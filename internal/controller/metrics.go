@@ -8,7 +8,7 @@ import (
 // namespace and policy, never a pod's name.
 type Metrics struct {
 	reconciles        *prometheus.CounterVec
-	reconcileDuration prometheus.Histogram
+	reconcileDuration *prometheus.HistogramVec
 	pods              *prometheus.GaugeVec
 	conditions        *prometheus.GaugeVec
 	evictions         *prometheus.CounterVec
@@ -23,13 +23,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		reconciles: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "snug_controller_reconciles_total",
-			Help: "Policy reconciles, by result (ok, requeue, conflict, error).",
-		}, []string{"result"}),
-		reconcileDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Help: "Policy reconciles, by concern (checkpoints, status, disruption) and result (ok, requeue, conflict, error).",
+		}, []string{"concern", "result"}),
+		reconcileDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "snug_controller_reconcile_duration_seconds",
-			Help:    "Time one policy reconcile took.",
+			Help:    "Time one policy reconcile of one concern (checkpoints, status, disruption) took.",
 			Buckets: []float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5},
-		}),
+		}, []string{"concern"}),
 		pods: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "snug_controller_policy_pods",
 			Help: "Pods a policy governs (shared pods of a younger overlapping policy excluded).",

@@ -107,12 +107,21 @@ func (e *reconcileEnv) add(objs ...runtime.Object) {
 	}
 }
 
-// reconcile reconciles the policy name and returns it as stored after.
+// reconcile reconciles the policy name for every concern, as the queues
+// would take it after one event (checkpoints, disruption, then the status
+// that shows what the checkpoints worked out), and returns it as stored
+// after, and the soonest of the concerns' requeues.
 func (e *reconcileEnv) reconcile(name string) (*v1alpha1.SnugPolicy, time.Duration) {
 	e.t.Helper()
-	requeue, err := e.c.reconcile(e.t.Context(), key(tb.Namespace, name))
-	if err != nil {
-		e.t.Fatalf("reconciling %s: %v", name, err)
+	var requeue time.Duration
+	for _, cn := range []*concern{e.c.checkpointQ, e.c.disruptionQ, e.c.statusQ} {
+		after, err := cn.reconcile(e.t.Context(), key(tb.Namespace, name))
+		if err != nil {
+			e.t.Fatalf("reconciling %s (%s): %v", name, cn.name, err)
+		}
+		if after > 0 && (requeue == 0 || after < requeue) {
+			requeue = after
+		}
 	}
 	obj, ok, err := e.c.policyInf.GetIndexer().GetByKey(key(tb.Namespace, name))
 	if err != nil || !ok {

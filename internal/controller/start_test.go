@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"testing"
 	"time"
 
@@ -58,10 +59,16 @@ func TestStartWarmsTheCachesBeforeLeading(t *testing.T) {
 		t.Fatal("Start: want the first call to start the informers and the second to do nothing")
 	}
 	defer func() { cancel(); c.Shutdown() }()
+	queued := func() (n []int) {
+		for _, cn := range c.concerns {
+			n = append(n, cn.queue.Len())
+		}
+		return n
+	}
 	if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-		return c.Synced() && c.queue.Len() > 0, nil
+		return c.Synced() && !slices.Contains(queued(), 0), nil
 	}); err != nil {
-		t.Fatalf("caches synced %v, queue %d: want them synced and the policy queued before leading", c.Synced(), c.queue.Len())
+		t.Fatalf("caches synced %v, queues %v: want them synced and the policy queued for every concern before leading", c.Synced(), queued())
 	}
 	if _, err := c.pods.Pods("ns").Get("web-1"); err != nil {
 		t.Errorf("the pod cache before leading: %v", err)

@@ -131,7 +131,7 @@ func (c *Controller) watchVPAs(ctx context.Context) {
 	}
 	for _, o := range c.policyInf.GetStore().List() {
 		if p, ok := o.(*v1alpha1.SnugPolicy); ok {
-			c.queue.Add(key(p.Namespace, p.Name))
+			c.enqueue(key(p.Namespace, p.Name))
 		}
 	}
 }

@@ -1,0 +1,179 @@
+package controller
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/runtime"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/ptr"
+
+	"github.com/snug-dev/snug/api/v1alpha1"
+	"github.com/snug-dev/snug/internal/history"
+	"github.com/snug-dev/snug/internal/recommend"
+	tb "github.com/snug-dev/snug/internal/testbuild"
+)
+
+// annotated is pod with a snapshot of seconds at cpuMillis, taken now.
+func (e *reconcileEnv) annotated(pod *corev1.Pod, seconds int, cpuMillis float64) *corev1.Pod {
+	e.t.Helper()
+	s, _ := json.Marshal(history.Snapshot{Time: e.clock.Now(), Containers: map[string]string{
+		"app": snapshotOf(e.t, recommend.DefaultConfig(), seconds, cpuMillis, 40<<20, e.clock.Now())}})
+	pod = pod.DeepCopy()
+	pod.Annotations = map[string]string{history.SnapshotAnnotation: string(s)}
+	return pod
+}
+
+// TestConcernErrorRetriesOnlyItsQueue: a checkpoint the API server refuses
+// is an event and an error of the checkpoints concern alone, retried
+// through its queue's rate limiter; the status concern still writes the
+// policy's status, and the disruption concern has nothing to retry.
+func TestConcernErrorRetriesOnlyItsQueue(t *testing.T) {
+	e := newReconcileEnv(t)
+	rec := record.NewFakeRecorder(10)
+	e.c.recorder = rec
+	e.cs.PrependReactor("create", "configmaps", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(corev1.Resource("configmaps"), "snug-checkpoint-web", errors.New(`exceeded quota: cms, requested: count/configmaps=1, used: count/configmaps=10, limited: count/configmaps=10`))
+	})
+	e.add(e.annotated(tb.Pod("web-1").Labels("app", "web").Container("app", "100m", "", "64Mi", "").Ready().Get(), 600, 120),
+		tb.Policy("web").Selector("app", "web").Get())
+	k := key(tb.Namespace, "web")
+	for _, cn := range e.c.concerns {
+		e.c.process(t.Context(), cn, k)
+	}
+	if n := e.c.checkpointQ.queue.NumRequeues(k); n != 1 {
+		t.Errorf("checkpoints: %d rate-limited requeues, want 1", n)
+	}
+	for _, cn := range []*concern{e.c.statusQ, e.c.disruptionQ} {
+		if n := cn.queue.NumRequeues(k); n != 0 {
+			t.Errorf("%s: %d rate-limited requeues, want 0 (the checkpoint's error is not its)", cn.name, n)
+		}
+	}
+	obj, _, _ := e.c.policyInf.GetIndexer().GetByKey(k)
+	p := obj.(*v1alpha1.SnugPolicy)
+	if p.Status.ObservedGeneration != p.Generation || meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionReady) == nil {
+		t.Errorf("status not written beside a failing checkpoint: %+v", p.Status)
+	}
+	select {
+	case ev := <-rec.Events:
+		if !strings.Contains(ev, EventCheckpointFailed) || !strings.Contains(ev, "exceeded quota") {
+			t.Errorf("event %q, want %s with the API server's reason", ev, EventCheckpointFailed)
+		}
+	default:
+		t.Errorf("no %s event", EventCheckpointFailed)
+	}
+}
+
+// TestConcernStatusShowsNewGeneration: after a change of spec, the status
+// shows the recommendation worked out under the new spec at once, even
+// when the status concern ran before the checkpoints concern worked it
+// out (and so already observed the generation without it), and though it
+// moved less than the band: here a cap on the upper bound lifted, which
+// moves that bound by 5 %.
+func TestConcernStatusShowsNewGeneration(t *testing.T) {
+	e := newReconcileEnv(t)
+	pod := e.annotated(tb.Pod("web-1").Labels("app", "web").Container("app", "100m", "", "64Mi", "").Ready().Get(), 3600, 120)
+	pol := tb.Policy("web").Selector("app", "web").Get()
+	pol.Generation = 1
+	e.add(pod, pol)
+	p, _ := e.reconcile("web")
+	if p.Status.Recommendation == nil {
+		t.Fatal("no recommendation in status")
+	}
+	r := p.Status.Recommendation.ContainerRecommendations[0]
+	uncapped := r.UpperBound.Cpu().MilliValue()
+	capped := uncapped * 95 / 100
+	if capped <= r.Target.Cpu().MilliValue() {
+		t.Fatalf("upper bound %dm, target %v: want the bound more than 5 %% above the target", uncapped, r.Target.Cpu())
+	}
+	k := key(tb.Namespace, "web")
+	get := func() *v1alpha1.SnugPolicy {
+		obj, _, _ := e.c.policyInf.GetIndexer().GetByKey(k)
+		return obj.(*v1alpha1.SnugPolicy)
+	}
+	target := func() int64 { return get().Status.Recommendation.ContainerRecommendations[0].UpperBound.Cpu().MilliValue() }
+	respec := func(gen int64, rp *v1alpha1.PodResourcePolicy) {
+		t.Helper()
+		pol := get().DeepCopy()
+		pol.Generation = gen
+		pol.Spec.ResourcePolicy = rp
+		if err := e.c.policyInf.GetIndexer().Update(pol); err != nil {
+			t.Fatal(err)
+		}
+	}
+	respec(2, &v1alpha1.PodResourcePolicy{ContainerPolicies: []v1alpha1.ContainerResourcePolicy{{
+		ContainerName: "*", MaxAllowed: &v1alpha1.ResourceAmounts{CPU: ptr.To(resource.MustParse(fmt.Sprintf("%dm", capped)))},
+	}}})
+	e.reconcile("web")
+	if got := target(); got != capped {
+		t.Fatalf("capped: upper bound %dm, want %dm", got, capped)
+	}
+
+	// The cap lifted; the status concern runs first.
+	respec(3, nil)
+	for _, cn := range []*concern{e.c.statusQ, e.c.checkpointQ} {
+		if _, err := cn.reconcile(t.Context(), k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if p := get(); p.Status.ObservedGeneration != 3 || target() != capped {
+		t.Fatalf("status before the checkpoints: generation %d, upper bound %dm; want 3 and the old %dm", p.Status.ObservedGeneration, target(), capped)
+	}
+	if e.c.statusQ.queue.Len() != 1 {
+		t.Errorf("the checkpoints concern did not hand the new recommendation to the status queue (length %d)", e.c.statusQ.queue.Len())
+	}
+	if _, err := e.c.statusQ.reconcile(t.Context(), k); err != nil {
+		t.Fatal(err)
+	}
+	if got := target(); got != uncapped {
+		t.Errorf("after the checkpoints: upper bound %dm, want the uncapped %dm", got, uncapped)
+	}
+	e.c.mu.Lock()
+	pending := e.c.recs[k].pending
+	e.c.mu.Unlock()
+	if pending {
+		t.Error("the shown recommendation is still pending")
+	}
+}
+
+// TestConcernCadences: a concern's short requeue is its own: a pending
+// eviction brings the disruption concern back within a second, while the
+// checkpoints concern (and its fold) waits for its interval.
+func TestConcernCadences(t *testing.T) {
+	e := newReconcileEnv(t)
+	e.add(tb.Deployment("web", "app", "web"),
+		tb.Pod("web-1").Labels("app", "web").Ready().DeferredSince(t0).Get(),
+		tb.Pod("web-2").Labels("app", "web").Ready().Get(),
+		tb.Policy("web").Target("Deployment", "web").Mode(v1alpha1.UpdateModeInPlaceOrRecreate).Deferred(v1alpha1.DeferredActionEvict, 0).Get())
+	k := key(tb.Namespace, "web")
+	after := map[string]time.Duration{}
+	for range 2 { // the first evicts, the second waits for the cache to show it
+		for _, cn := range e.c.concerns {
+			d, err := cn.reconcile(t.Context(), k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			after[cn.name] = d
+		}
+	}
+	if e.podExists("web-1") {
+		t.Fatal("web-1 was not evicted")
+	}
+	if d := after["disruption"]; d <= 0 || d > time.Second {
+		t.Errorf("disruption requeues after %s, want within a second (an eviction the cache does not show yet)", d)
+	}
+	for _, name := range []string{"checkpoints", "status"} {
+		if d := after[name]; d < 10*time.Second {
+			t.Errorf("%s requeues after %s: the disruption concern's cadence leaked into it", name, d)
+		}
+	}
+}
