@@ -100,7 +100,9 @@ func TestConcernStatusShowsNewGeneration(t *testing.T) {
 		obj, _, _ := e.c.policyInf.GetIndexer().GetByKey(k)
 		return obj.(*v1alpha1.SnugPolicy)
 	}
-	target := func() int64 { return get().Status.Recommendation.ContainerRecommendations[0].UpperBound.Cpu().MilliValue() }
+	target := func() int64 {
+		return get().Status.Recommendation.ContainerRecommendations[0].UpperBound.Cpu().MilliValue()
+	}
 	respec := func(gen int64, rp *v1alpha1.PodResourcePolicy) {
 		t.Helper()
 		pol := get().DeepCopy()
