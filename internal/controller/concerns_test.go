@@ -34,9 +34,10 @@ func (e *reconcileEnv) annotated(pod *corev1.Pod, seconds int, cpuMillis float64
 }
 
 // TestConcernErrorRetriesOnlyItsQueue: a checkpoint the API server refuses
-// is an event and an error of the checkpoints concern alone, retried
-// through its queue's rate limiter; the status concern still writes the
-// policy's status, and the disruption concern has nothing to retry.
+// is an error of the checkpoints concern alone, retried through its
+// queue's rate limiter, and an event at the first failure of the streak;
+// the status concern still writes the policy's status, and the disruption
+// concern has nothing to retry.
 func TestConcernErrorRetriesOnlyItsQueue(t *testing.T) {
 	e := newReconcileEnv(t)
 	rec := record.NewFakeRecorder(10)
@@ -71,79 +72,97 @@ func TestConcernErrorRetriesOnlyItsQueue(t *testing.T) {
 	default:
 		t.Errorf("no %s event", EventCheckpointFailed)
 	}
+	// The retry fails again: one more requeue, no second event.
+	e.c.process(t.Context(), e.c.checkpointQ, k)
+	if n := e.c.checkpointQ.queue.NumRequeues(k); n != 2 {
+		t.Errorf("checkpoints after a second failure: %d requeues, want 2", n)
+	}
+	select {
+	case ev := <-rec.Events:
+		t.Errorf("a second event for the same streak of failures: %q", ev)
+	default:
+	}
 }
 
 // TestConcernStatusShowsNewGeneration: after a change of spec, the status
-// shows the recommendation worked out under the new spec at once, even
-// when the status concern ran before the checkpoints concern worked it
-// out (and so already observed the generation without it), and though it
-// moved less than the band: here a cap on the upper bound lifted, which
-// moves that bound by 5 %.
+// observes the new generation only together with the recommendation worked
+// out under it, in one write, even when the status concern runs before the
+// checkpoints concern has worked it out, and even on a new leader that has
+// worked out nothing yet; and though it moved less than the band: here a
+// cap on the upper bound lifted, which moves that bound by 5 %.
 func TestConcernStatusShowsNewGeneration(t *testing.T) {
-	e := newReconcileEnv(t)
-	pod := e.annotated(tb.Pod("web-1").Labels("app", "web").Container("app", "100m", "", "64Mi", "").Ready().Get(), 3600, 120)
-	pol := tb.Policy("web").Selector("app", "web").Get()
-	pol.Generation = 1
-	e.add(pod, pol)
-	p, _ := e.reconcile("web")
-	if p.Status.Recommendation == nil {
-		t.Fatal("no recommendation in status")
-	}
-	r := p.Status.Recommendation.ContainerRecommendations[0]
-	uncapped := r.UpperBound.Cpu().MilliValue()
-	capped := uncapped * 95 / 100
-	if capped <= r.Target.Cpu().MilliValue() {
-		t.Fatalf("upper bound %dm, target %v: want the bound more than 5 %% above the target", uncapped, r.Target.Cpu())
-	}
-	k := key(tb.Namespace, "web")
-	get := func() *v1alpha1.SnugPolicy {
-		obj, _, _ := e.c.policyInf.GetIndexer().GetByKey(k)
-		return obj.(*v1alpha1.SnugPolicy)
-	}
-	target := func() int64 {
-		return get().Status.Recommendation.ContainerRecommendations[0].UpperBound.Cpu().MilliValue()
-	}
-	respec := func(gen int64, rp *v1alpha1.PodResourcePolicy) {
-		t.Helper()
-		pol := get().DeepCopy()
-		pol.Generation = gen
-		pol.Spec.ResourcePolicy = rp
-		if err := e.c.policyInf.GetIndexer().Update(pol); err != nil {
-			t.Fatal(err)
-		}
-	}
-	respec(2, &v1alpha1.PodResourcePolicy{ContainerPolicies: []v1alpha1.ContainerResourcePolicy{{
-		ContainerName: "*", MaxAllowed: &v1alpha1.ResourceAmounts{CPU: ptr.To(resource.MustParse(fmt.Sprintf("%dm", capped)))},
-	}}})
-	e.reconcile("web")
-	if got := target(); got != capped {
-		t.Fatalf("capped: upper bound %dm, want %dm", got, capped)
-	}
+	for _, takeover := range []bool{false, true} {
+		t.Run(fmt.Sprintf("takeover=%v", takeover), func(t *testing.T) {
+			e := newReconcileEnv(t)
+			writes := 0
+			e.c.statuses = func(string) statusWriter { return countingStatus{storeStatus{e}, &writes} }
+			pod := e.annotated(tb.Pod("web-1").Labels("app", "web").Container("app", "100m", "", "64Mi", "").Ready().Get(), 3600, 120)
+			pol := tb.Policy("web").Selector("app", "web").Get()
+			pol.Generation = 1
+			e.add(pod, pol)
+			p, _ := e.reconcile("web")
+			if p.Status.Recommendation == nil {
+				t.Fatal("no recommendation in status")
+			}
+			r := p.Status.Recommendation.ContainerRecommendations[0]
+			uncapped := r.UpperBound.Cpu().MilliValue()
+			capped := uncapped * 95 / 100
+			if capped <= r.Target.Cpu().MilliValue() {
+				t.Fatalf("upper bound %dm, target %v: want the bound more than 5 %% above the target", uncapped, r.Target.Cpu())
+			}
+			k := key(tb.Namespace, "web")
+			get := func() *v1alpha1.SnugPolicy {
+				obj, _, _ := e.c.policyInf.GetIndexer().GetByKey(k)
+				return obj.(*v1alpha1.SnugPolicy)
+			}
+			upper := func() int64 {
+				return get().Status.Recommendation.ContainerRecommendations[0].UpperBound.Cpu().MilliValue()
+			}
+			respec := func(gen int64, rp *v1alpha1.PodResourcePolicy) {
+				t.Helper()
+				pol := get().DeepCopy()
+				pol.Generation = gen
+				pol.Spec.ResourcePolicy = rp
+				if err := e.c.policyInf.GetIndexer().Update(pol); err != nil {
+					t.Fatal(err)
+				}
+			}
+			respec(2, &v1alpha1.PodResourcePolicy{ContainerPolicies: []v1alpha1.ContainerResourcePolicy{{
+				ContainerName: "*", MaxAllowed: &v1alpha1.ResourceAmounts{CPU: ptr.To(resource.MustParse(fmt.Sprintf("%dm", capped)))},
+			}}})
+			e.reconcile("web")
+			if got := upper(); got != capped {
+				t.Fatalf("capped: upper bound %dm, want %dm", got, capped)
+			}
 
-	// The cap lifted; the status concern runs first.
-	respec(3, nil)
-	for _, cn := range []*concern{e.c.statusQ, e.c.checkpointQ} {
-		if _, err := cn.reconcile(t.Context(), k); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if p := get(); p.Status.ObservedGeneration != 3 || target() != capped {
-		t.Fatalf("status before the checkpoints: generation %d, upper bound %dm; want 3 and the old %dm", p.Status.ObservedGeneration, target(), capped)
-	}
-	if e.c.statusQ.queue.Len() != 1 {
-		t.Errorf("the checkpoints concern did not hand the new recommendation to the status queue (length %d)", e.c.statusQ.queue.Len())
-	}
-	if _, err := e.c.statusQ.reconcile(t.Context(), k); err != nil {
-		t.Fatal(err)
-	}
-	if got := target(); got != uncapped {
-		t.Errorf("after the checkpoints: upper bound %dm, want the uncapped %dm", got, uncapped)
-	}
-	e.c.mu.Lock()
-	pending := e.c.recs[k].pending
-	e.c.mu.Unlock()
-	if pending {
-		t.Error("the shown recommendation is still pending")
+			// The cap lifted; the status concern runs first.
+			if takeover {
+				e.c.mu.Lock()
+				clear(e.c.recs)
+				e.c.mu.Unlock()
+			}
+			respec(3, nil)
+			before := writes
+			if _, err := e.c.statusQ.reconcile(t.Context(), k); err != nil {
+				t.Fatal(err)
+			}
+			if p := get(); writes != before || p.Status.ObservedGeneration != 2 {
+				t.Fatalf("status before the checkpoints: %d writes, generation %d observed; want none, still 2", writes-before, p.Status.ObservedGeneration)
+			}
+			if _, err := e.c.checkpointQ.reconcile(t.Context(), k); err != nil {
+				t.Fatal(err)
+			}
+			if e.c.statusQ.queue.Len() != 1 {
+				t.Errorf("the checkpoints concern did not hand the new generation to the status queue (length %d)", e.c.statusQ.queue.Len())
+			}
+			if _, err := e.c.statusQ.reconcile(t.Context(), k); err != nil {
+				t.Fatal(err)
+			}
+			if p := get(); writes != before+1 || p.Status.ObservedGeneration != 3 || upper() != uncapped {
+				t.Errorf("after the checkpoints: %d writes, generation %d, upper bound %dm; want one write, 3 and the uncapped %dm",
+					writes-before, p.Status.ObservedGeneration, upper(), uncapped)
+			}
+		})
 	}
 }
 

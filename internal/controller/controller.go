@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/time/rate"
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
@@ -162,15 +163,21 @@ type concern struct {
 	reconcile func(ctx context.Context, key string) (time.Duration, error)
 }
 
-// recState is a policy's recommendation as the checkpoints concern worked
-// it out, for the status concern.
+// recState is what the checkpoints concern worked out for a policy, for
+// the status concern.
 type recState struct {
-	rec *v1alpha1.RecommendedPodResources
-	// generation is the policy's generation it was worked out for (its
-	// bounds); pending says it is that generation's first and not shown
-	// yet: a new spec is shown at once, not only once it moved.
+	// uid is the policy's: a policy deleted and made again under its
+	// name starts afresh.
+	uid types.UID
+	// attempted is the last generation the checkpoints concern handled,
+	// whether its checkpoint could be written or not. Until it is the
+	// policy's generation, the status concern does not write a status that
+	// observes that generation: the recommendation of a new spec goes out
+	// with it, at once, in one write.
+	attempted int64
+	// rec is the last recommendation worked out, for generation.
+	rec        *v1alpha1.RecommendedPodResources
 	generation int64
-	pending    bool
 }
 
 // evictionMark is one eviction not yet seen in the cache.
@@ -207,8 +214,16 @@ func New(cs kubernetes.Interface, pc *policyclient.Client, recorder record.Event
 		granted:    map[string]grantMark{},
 	}
 	newConcern := func(name string, reconcile func(context.Context, string) (time.Duration, error)) *concern {
+		// client-go's controller rate limiter (per key 5 ms doubling,
+		// overall 10 a second in bursts of 100), but a failing key is
+		// tried again at least once a resync interval, as a quiet policy
+		// is looked at, not after up to 1000 s.
+		limiter := workqueue.NewTypedMaxOfRateLimiter(
+			workqueue.NewTypedItemExponentialFailureRateLimiter[string](5*time.Millisecond, cfg.ResyncInterval),
+			&workqueue.TypedBucketRateLimiter[string]{Limiter: rate.NewLimiter(rate.Limit(10), 100)},
+		)
 		// The queue's name is its workqueue_* series' name label.
-		q := workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+		q := workqueue.NewTypedRateLimitingQueueWithConfig(limiter,
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "snugpolicy_" + name, Clock: cfg.Clock})
 		cn := &concern{name: name, queue: q, reconcile: reconcile}
 		c.concerns = append(c.concerns, cn)
@@ -264,7 +279,7 @@ func (c *Controller) add(inf cache.SharedIndexInformer, h func(old, cur metav1.O
 // starts them before it leads (run.go), with ctx the process's, so that a
 // standby's caches are warm when it takes over: its first pass over the
 // policies needs no list of the cluster's pods and workloads. Until a
-// replica leads, its informers' events only fill the queue.
+// replica leads, its informers' events only fill the queues.
 func (c *Controller) Start(ctx context.Context) (started bool) {
 	c.startOnce.Do(func() {
 		started = true
@@ -511,6 +526,11 @@ func (c *Controller) observe(k string) (*observed, error) {
 		delete(c.lastWrites, k)
 		delete(c.granted, k)
 		delete(c.recs, k)
+		for uid, m := range c.evicting {
+			if m.policy == k {
+				delete(c.evicting, uid)
+			}
+		}
 		c.mu.Unlock()
 		return nil, nil // the checkpoint goes with its owner reference
 	}
@@ -542,8 +562,10 @@ func withLog(ctx context.Context, p *v1alpha1.SnugPolicy) context.Context {
 
 // reconcileCheckpoints folds the policy's pods' snapshots into its
 // checkpoint, writes it when due, and hands the recommendation to the
-// status concern when it is new or moved. A failed write is an event and
-// an error (the queue's rate limiter retries it).
+// status concern when the status waits for it (a new generation) or it
+// moved. A failed write is an error (the queue's rate limiter retries it,
+// at least once a resync interval) and, at the first failure of a streak,
+// a CheckpointFailed event.
 func (c *Controller) reconcileCheckpoints(ctx context.Context, k string) (time.Duration, error) {
 	o, err := c.observe(k)
 	if o == nil || err != nil {
@@ -556,6 +578,21 @@ func (c *Controller) reconcileCheckpoints(ctx context.Context, k string) (time.D
 	ctx = withLog(ctx, p)
 	log := klog.FromContext(ctx)
 	rec, after, err := c.history(ctx, p, o.pods, uncontrolled(o.hpa), c.cfg.Clock.Now())
+	c.mu.Lock()
+	st := c.recs[k]
+	if st.uid != p.UID {
+		st = recState{uid: p.UID}
+	}
+	st.attempted = p.Generation
+	if err == nil {
+		st.rec, st.generation = rec, p.Generation
+	}
+	c.recs[k] = st
+	c.mu.Unlock()
+	if p.Status.ObservedGeneration != p.Generation ||
+		err == nil && recommendationMoved(p.Status.Recommendation, rec, policy.HistoryConfig(p)) {
+		c.statusQ.queue.Add(k)
+	}
 	switch {
 	case apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err):
 		return 0, err
@@ -566,16 +603,10 @@ func (c *Controller) reconcileCheckpoints(ctx context.Context, k string) (time.D
 		log.V(1).Info("namespace being deleted; no checkpoint written", "err", err.Error())
 		return c.cfg.ResyncInterval, nil
 	case err != nil:
-		c.recorder.Eventf(p, corev1.EventTypeWarning, EventCheckpointFailed, "keeping learnt history: %v", err)
+		if c.checkpointQ.queue.NumRequeues(k) == 0 {
+			c.recorder.Eventf(p, corev1.EventTypeWarning, EventCheckpointFailed, "keeping learnt history: %v", err)
+		}
 		return 0, fmt.Errorf("keeping learnt history: %w", err)
-	}
-	c.mu.Lock()
-	prev, had := c.recs[k]
-	next := recState{rec: rec, generation: p.Generation, pending: had && prev.generation != p.Generation || had && prev.pending}
-	c.recs[k] = next
-	c.mu.Unlock()
-	if next.pending || p.Status.ObservedGeneration != p.Generation || recommendationMoved(p.Status.Recommendation, rec, policy.HistoryConfig(p)) {
-		c.statusQ.queue.Add(k)
 	}
 	if after > 0 && after < c.cfg.ResyncInterval {
 		return after, nil
@@ -624,19 +655,25 @@ func (c *Controller) reconcileStatus(ctx context.Context, k string) (time.Durati
 	log := klog.FromContext(ctx)
 	now := c.cfg.Clock.Now()
 
+	c.mu.Lock()
+	rs, ok := c.recs[k]
+	c.mu.Unlock()
+	ok = ok && rs.uid == p.UID
+	if o.sel != nil && p.Status.ObservedGeneration != p.Generation && (!ok || rs.attempted != p.Generation) {
+		// A new generation whose recommendation the checkpoints concern
+		// has not worked out yet: it enqueues the status once it has,
+		// and the two go out together.
+		log.V(2).Info("status waits for the checkpoints of a new generation", "generation", p.Generation)
+		return c.cfg.ResyncInterval, nil
+	}
 	status := *p.Status.DeepCopy()
 	status.ObservedGeneration = p.Generation
 	status.Selector = o.target.selector
 	status.UncontrolledResources = uncontrolled(o.hpa)
-	c.mu.Lock()
-	rs, ok := c.recs[k]
-	c.mu.Unlock()
-	shown := false
 	if o.sel != nil {
-		if ok && rs.generation == p.Generation && (rs.pending || p.Status.ObservedGeneration != p.Generation ||
+		if ok && rs.generation == p.Generation && (p.Status.ObservedGeneration != p.Generation ||
 			recommendationMoved(p.Status.Recommendation, rs.rec, policy.HistoryConfig(p))) {
-			status.Recommendation = rs.rec
-			shown = rs.pending
+			status.Recommendation = rs.rec.DeepCopy()
 		}
 		status.Restarts = withRestarts(status.Restarts, closedRestarts(o.pods))
 	}
@@ -665,14 +702,6 @@ func (c *Controller) reconcileStatus(ctx context.Context, k string) (time.Durati
 			return 0, fmt.Errorf("updating status: %w", err)
 		}
 		log.V(1).Info("status updated", "selector", status.Selector, "pods", len(o.pods))
-	}
-	if shown {
-		c.mu.Lock()
-		if cur, ok := c.recs[k]; ok && cur.generation == rs.generation && cur.rec == rs.rec {
-			cur.pending = false
-			c.recs[k] = cur
-		}
-		c.mu.Unlock()
 	}
 	return c.cfg.ResyncInterval, nil
 }
@@ -883,7 +912,7 @@ func (c *Controller) recordEvicted(ctx context.Context, p *v1alpha1.SnugPolicy, 
 	}
 	cm, err := c.checkpoints.ConfigMaps(p.Namespace).Get(history.CheckpointName(p.Name))
 	if apierrors.IsNotFound(err) {
-		return false, nil // the policy's next reconcile creates it
+		return false, nil // the checkpoints concern creates it
 	}
 	if err != nil {
 		return false, fmt.Errorf("reading checkpoint: %w", err)

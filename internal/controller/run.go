@@ -72,7 +72,8 @@ type Options struct {
 	// InstallCRDs applies the SnugPolicy CRD and waits until it is
 	// Established before starting.
 	InstallCRDs bool
-	// Workers is how many policies are reconciled at once.
+	// Workers is how many policies each concern (checkpoints, status,
+	// disruption) reconciles at once.
 	Workers int
 	// KubeAPIQPS and KubeAPIBurst bound the controller's requests to the
 	// API server (client-go's token bucket). client-go's own 5 and 10 are
@@ -120,7 +121,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.HealthAddr, "health-addr", o.HealthAddr, "address to serve /healthz and /readyz on (empty: off)")
 	o.Serving.AddFlags(fs, "/metrics (the health server stays open)")
 	fs.BoolVar(&o.InstallCRDs, "install-crds", o.InstallCRDs, "apply the SnugPolicy CRD and wait until it is established before starting")
-	fs.IntVar(&o.Workers, "workers", o.Workers, "policies reconciled at once")
+	fs.IntVar(&o.Workers, "workers", o.Workers, "policies reconciled at once by each of the three concerns (checkpoints, status, disruption)")
 	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "requests per second to the API server, sustained (client-go's token bucket)")
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "requests to the API server in a burst above --kube-api-qps")
 	fs.StringVar(&o.KubeAPIContentType, "kube-api-content-type", o.KubeAPIContentType, "content type of requests for pods, workloads, leases and the other built-in objects: "+kube.ContentTypeProtobuf+" or "+kube.ContentTypeJSON+" (SnugPolicies are always JSON)")
