@@ -94,8 +94,10 @@ func (c Config) withDefaults() Config {
 // (fold the pods' snapshots into the policy's checkpoint, write it when
 // due, and work out the recommendation), status (conditions, selector,
 // the recommendation the checkpoints worked out, restart records), and
-// disruption (evictions for Deferred resizes, restart windows). Every
-// event enqueues the policy for each.
+// disruption (evictions for Deferred resizes, restart windows). An event
+// enqueues the policy for each, but a pod's snapshot annotation only for
+// the checkpoints (onPod) and a policy's status write only that policy
+// (onPolicy).
 type Controller struct {
 	cfg      Config
 	cs       kubernetes.Interface
@@ -178,6 +180,9 @@ type recState struct {
 	// rec is the last recommendation worked out, for generation.
 	rec        *v1alpha1.RecommendedPodResources
 	generation int64
+	// failing is whether the checkpoint's last write failed (conflicts
+	// aside): a streak sends one CheckpointFailed event.
+	failing bool
 }
 
 // evictionMark is one eviction not yet seen in the cache.
@@ -399,13 +404,36 @@ func (c *Controller) onPolicy(old, cur metav1.Object) {
 	if o == nil {
 		o = old
 	}
-	// Every policy of the namespace: overlap depends on the others'
-	// selectors, and a deleted policy's key must be seen once more.
 	c.enqueue(key(o.GetNamespace(), o.GetName()))
-	c.enqueueNamespace(o.GetNamespace(), func(*v1alpha1.SnugPolicy) bool { return true })
+	// The namespace's other policies read this one only through overlap
+	// (peers: its selector and creation time): they are enqueued when it
+	// comes, goes or its selector may have changed, not on each status
+	// write of its own.
+	if selectorMoved(old, cur) {
+		c.enqueueNamespace(o.GetNamespace(), func(*v1alpha1.SnugPolicy) bool { return true })
+	}
+}
+
+// selectorMoved reports whether a policy's change (either side nil: an
+// add or a delete) may move its selector as peers reads it.
+func selectorMoved(old, cur metav1.Object) bool {
+	o, ok1 := old.(*v1alpha1.SnugPolicy)
+	n, ok2 := cur.(*v1alpha1.SnugPolicy)
+	if !ok1 || !ok2 {
+		return true
+	}
+	return o.Generation != n.Generation || o.Status.Selector != n.Status.Selector
 }
 
 func (c *Controller) onPod(old, cur metav1.Object) {
+	// Most pod events at scale are an agent's snapshot annotation, which
+	// only the checkpoints concern reads (history): the other two are not
+	// woken for it. A moved recommendation reaches the status through the
+	// checkpoints concern's hand-off.
+	queues := c.enqueue
+	if onlySnapshotMoved(old, cur) {
+		queues = func(k string) { c.checkpointQ.queue.Add(k) }
+	}
 	var sets []labels.Set
 	ns := ""
 	for _, o := range []metav1.Object{old, cur} {
@@ -414,13 +442,38 @@ func (c *Controller) onPod(old, cur metav1.Object) {
 			ns = o.GetNamespace()
 		}
 	}
-	c.enqueueNamespace(ns, func(p *v1alpha1.SnugPolicy) bool {
+	c.enqueueNamespaceTo(ns, func(p *v1alpha1.SnugPolicy) bool {
 		sel, ok := policy.Selector(p)
 		if !ok {
 			return true // not resolved yet: resolving may select it
 		}
 		return slices.ContainsFunc(sets, func(s labels.Set) bool { return sel.Matches(s) })
-	})
+	}, queues)
+}
+
+// onlySnapshotMoved reports whether a pod's update changed its snapshot
+// annotation and nothing else (its resourceVersion aside).
+func onlySnapshotMoved(old, cur metav1.Object) bool {
+	o, ok1 := old.(*corev1.Pod)
+	n, ok2 := cur.(*corev1.Pod)
+	if !ok1 || !ok2 || o.Annotations[history.SnapshotAnnotation] == n.Annotations[history.SnapshotAnnotation] {
+		return false
+	}
+	a, b := *o, *n // shallow: only the copies' own fields are replaced
+	a.ResourceVersion, b.ResourceVersion = "", ""
+	a.Annotations = withoutSnapshot(o.Annotations)
+	b.Annotations = withoutSnapshot(n.Annotations)
+	return equality.Semantic.DeepEqual(&a, &b)
+}
+
+func withoutSnapshot(m map[string]string) map[string]string {
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		if k != history.SnapshotAnnotation {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 func (c *Controller) onWorkload(old, cur metav1.Object) {
@@ -467,13 +520,19 @@ func (c *Controller) onHPA(old, cur metav1.Object) {
 }
 
 func (c *Controller) enqueueNamespace(ns string, match func(*v1alpha1.SnugPolicy) bool) {
+	c.enqueueNamespaceTo(ns, match, c.enqueue)
+}
+
+// enqueueNamespaceTo hands the keys of the namespace's policies that match
+// to add.
+func (c *Controller) enqueueNamespaceTo(ns string, match func(*v1alpha1.SnugPolicy) bool, add func(string)) {
 	objs, err := c.policyInf.GetIndexer().ByIndex(cache.NamespaceIndex, ns)
 	if err != nil {
 		return
 	}
 	for _, o := range objs {
 		if p, ok := o.(*v1alpha1.SnugPolicy); ok && match(p) {
-			c.enqueue(key(p.Namespace, p.Name))
+			add(key(p.Namespace, p.Name))
 		}
 	}
 }
@@ -584,13 +643,23 @@ func (c *Controller) reconcileCheckpoints(ctx context.Context, k string) (time.D
 		st = recState{uid: p.UID}
 	}
 	st.attempted = p.Generation
-	if err == nil {
+	// A recommendation worked out is the status's even when the
+	// checkpoint's write failed: it rests on the pods' snapshots, which
+	// the retry folds again.
+	if rec != nil {
 		st.rec, st.generation = rec, p.Generation
+	}
+	// The first failure of a streak is an event; conflicts are none.
+	failed := err != nil && !apierrors.IsConflict(err) && !apierrors.IsAlreadyExists(err) &&
+		!apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause)
+	firstFailure := failed && !st.failing
+	if !apierrors.IsConflict(err) && !apierrors.IsAlreadyExists(err) {
+		st.failing = failed
 	}
 	c.recs[k] = st
 	c.mu.Unlock()
 	if p.Status.ObservedGeneration != p.Generation ||
-		err == nil && recommendationMoved(p.Status.Recommendation, rec, policy.HistoryConfig(p)) {
+		rec != nil && recommendationMoved(p.Status.Recommendation, rec, policy.HistoryConfig(p)) {
 		c.statusQ.queue.Add(k)
 	}
 	switch {
@@ -603,7 +672,7 @@ func (c *Controller) reconcileCheckpoints(ctx context.Context, k string) (time.D
 		log.V(1).Info("namespace being deleted; no checkpoint written", "err", err.Error())
 		return c.cfg.ResyncInterval, nil
 	case err != nil:
-		if c.checkpointQ.queue.NumRequeues(k) == 0 {
+		if firstFailure {
 			c.recorder.Eventf(p, corev1.EventTypeWarning, EventCheckpointFailed, "keeping learnt history: %v", err)
 		}
 		return 0, fmt.Errorf("keeping learnt history: %w", err)
@@ -837,7 +906,8 @@ func (c *Controller) history(ctx context.Context, p *v1alpha1.SnugPolicy, pods [
 	if cm != nil && !membership && !evictedDone && !final && now.Sub(last) < c.cfg.CheckpointInterval {
 		return rec, c.cfg.CheckpointInterval - now.Sub(last), nil
 	}
-	if cm == nil {
+	created := cm == nil
+	if created {
 		cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
 			Name: history.CheckpointName(p.Name), Namespace: p.Namespace,
 			Labels: map[string]string{managedByLabel: "snug", v1alpha1.GroupName + "/policy": p.Name},
@@ -854,17 +924,26 @@ func (c *Controller) history(ctx context.Context, p *v1alpha1.SnugPolicy, pods [
 	}
 	if err != nil {
 		c.metrics.checkpointWrites.WithLabelValues("error").Inc()
-		return nil, 0, fmt.Errorf("writing checkpoint %s: %w", history.CheckpointName(p.Name), err)
+		return rec, 0, fmt.Errorf("writing checkpoint %s: %w", history.CheckpointName(p.Name), err)
 	}
 	c.metrics.checkpointWrites.WithLabelValues("ok").Inc()
 	c.mu.Lock()
 	c.lastWrites[k] = now
 	c.mu.Unlock()
+	if created {
+		// An eviction waits for the checkpoint to record the pod's size
+		// in (recordEvicted): once the cache has it.
+		c.disruptionQ.queue.AddAfter(k, time.Second)
+	}
 	return rec, 0, nil
 }
 
 // managedByLabel marks the objects snug creates.
 const managedByLabel = "app.kubernetes.io/managed-by"
+
+// errNoCheckpoint is recordEvicted's answer for a policy whose checkpoint
+// the checkpoints concern has not created yet.
+var errNoCheckpoint = errors.New("the policy has no checkpoint yet")
 
 // blockedRetry is how soon an eviction that a budget refused is tried
 // again; a budget's change does not enqueue the policy.
@@ -912,7 +991,7 @@ func (c *Controller) recordEvicted(ctx context.Context, p *v1alpha1.SnugPolicy, 
 	}
 	cm, err := c.checkpoints.ConfigMaps(p.Namespace).Get(history.CheckpointName(p.Name))
 	if apierrors.IsNotFound(err) {
-		return false, nil // the checkpoints concern creates it
+		return false, errNoCheckpoint
 	}
 	if err != nil {
 		return false, fmt.Errorf("reading checkpoint: %w", err)
@@ -970,6 +1049,12 @@ func (c *Controller) evictDeferred(ctx context.Context, p *v1alpha1.SnugPolicy, 
 			continue
 		}
 		recorded, err := c.recordEvicted(ctx, p, pod, now)
+		if errors.Is(err, errNoCheckpoint) {
+			// The checkpoints concern creates it and then enqueues this
+			// one; until then, no faster than a blocked eviction.
+			log.V(1).Info("not evicting yet: the policy has no checkpoint to record the pod's size in", "pod", klog.KObj(pod))
+			return blockedRetry
+		}
 		if err != nil {
 			c.metrics.evictions.WithLabelValues(p.Namespace, p.Name, "error").Inc()
 			log.Error(err, "recording the size of a pod to evict", "pod", klog.KObj(pod))
