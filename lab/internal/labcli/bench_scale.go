@@ -305,6 +305,10 @@ func runBenchScale(ctx context.Context, o *benchScaleOptions, out io.Writer) (er
 			Config: cfg, Scrape: scrape, Log: lw,
 		})
 		lw.Flush()
+		if ce := (*scale.CleanupError)(nil); errors.As(err, &ce) {
+			fmt.Fprintf(out, "   at %d nodes, after the figures: %v\n", n, err)
+			err = nil
+		}
 		if err != nil {
 			if len(runs) > 0 {
 				scale.PrintTable(out, runs)

@@ -185,27 +185,37 @@ func TestAgedSnapshot(t *testing.T) {
 	}
 }
 
-// TestCleanupTimeout: a pod collection delete that outlasts the API
-// server's timeout is no failure (the namespace's deletion finishes it);
-// another error is.
+// TestCleanupTimeout: no error of the pod collection's delete fails the
+// cleanup (one outlasting the API server's timeout comes back as a
+// timeout, or over HTTP/2 as a reset stream; the namespace's deletion
+// finishes it); a namespace that cannot be deleted is a CleanupError,
+// which keeps the run's figures.
 func TestCleanupTimeout(t *testing.T) {
 	for _, tc := range []struct {
-		name    string
-		err     error
-		wantErr bool
+		name      string
+		pods, nss error
+		wantErr   bool
 	}{
-		{"server timeout", apierrors.NewServerTimeout(schema.GroupResource{Resource: "pods"}, "delete", 0), false},
-		{"timeout", apierrors.NewTimeoutError("the server was unable to return a response in the time allotted", 0), false},
-		{"forbidden", apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", errors.New("no")), true},
+		{name: "server timeout", pods: apierrors.NewServerTimeout(schema.GroupResource{Resource: "pods"}, "delete", 0)},
+		{name: "timeout", pods: apierrors.NewTimeoutError("the server was unable to return a response in the time allotted", 0)},
+		{name: "reset stream", pods: errors.New("stream error: stream ID 10619; INTERNAL_ERROR; received from peer")},
+		{name: "namespace refused", nss: apierrors.NewForbidden(schema.GroupResource{Resource: "namespaces"}, "ns", errors.New("no")), wantErr: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cs := fake.NewClientset(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns"}})
 			cs.PrependReactor("delete-collection", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
-				return true, nil, tc.err
+				return tc.pods != nil, nil, tc.pods
+			})
+			cs.PrependReactor("delete", "namespaces", func(k8stesting.Action) (bool, runtime.Object, error) {
+				return tc.nss != nil, nil, tc.nss
 			})
 			err := cleanup(t.Context(), cs, "ns", nil, func(string, ...any) {})
 			if (err != nil) != tc.wantErr {
 				t.Errorf("cleanup: %v, want an error %v", err, tc.wantErr)
+			}
+			var ce *CleanupError
+			if err != nil && !errors.As(err, &ce) {
+				t.Errorf("cleanup: %v (%T), want a *CleanupError", err, err)
 			}
 		})
 	}
