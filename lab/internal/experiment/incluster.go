@@ -233,6 +233,27 @@ func (s *Snug) leads(ctx context.Context, ok func(*corev1.Pod) bool) bool {
 	return true
 }
 
+// ControllerMetricsURLs are the /metrics URLs of every Ready controller
+// pod that is not terminating, by pod name: each serves snug's webhook,
+// the leader and the standby alike.
+func (s *Snug) ControllerMetricsURLs(ctx context.Context) (map[string]string, error) {
+	if s.install == nil {
+		return nil, errors.New("the controllers' metrics: snug is not installed in-cluster")
+	}
+	pods, err := s.client.CoreV1().Pods(s.install.namespace()).List(ctx, metav1.ListOptions{LabelSelector: componentLabel + "=controller"})
+	if err != nil {
+		return nil, fmt.Errorf("listing the controller pods: %w", err)
+	}
+	out := map[string]string{}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if p.DeletionTimestamp == nil && p.Status.PodIP != "" && podReady(p) {
+			out[p.Name] = fmt.Sprintf("https://%s:%d/metrics", p.Status.PodIP, controllerPort)
+		}
+	}
+	return out, nil
+}
+
 // KillLeader crashes the leading controller: SIGKILL to every process of
 // its container, found through the pod's cgroup under cgroupRoot (the
 // lab's node is this machine), so that it neither releases the Lease nor

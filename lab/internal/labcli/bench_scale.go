@@ -286,6 +286,18 @@ func runBenchScale(ctx context.Context, o *benchScaleOptions, out io.Writer) (er
 		if err != nil {
 			return sc, fmt.Errorf("reading the controller's metrics: %w", err)
 		}
+		urls, err := s.ControllerMetricsURLs(ctx)
+		if err != nil {
+			return sc, err
+		}
+		sc.Webhooks = map[string]string{}
+		for pod, u := range urls {
+			text, err := httpText(ctx, s.HTTP, u, s.Token)
+			if err != nil {
+				return sc, fmt.Errorf("reading controller %s's metrics: %w", pod, err)
+			}
+			sc.Webhooks[pod] = text
+		}
 		return sc, nil
 	}
 	var kill func(context.Context) (string, error)

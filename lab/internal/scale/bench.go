@@ -90,6 +90,10 @@ type BenchOptions struct {
 type Scrape struct {
 	At                          time.Time
 	APIServer, Etcd, Controller string
+	// Webhooks are the metrics of every controller replica that serves
+	// snug's webhook, by pod name (the leader's are Controller's too):
+	// the webhook's own handling time is summed over them.
+	Webhooks map[string]string
 }
 
 // Figures are one run's results.

@@ -384,6 +384,7 @@ func phaseColumns(runs []Figures) []column {
 	}
 	slices.Sort(rates)
 	msec := func(v float64) string { return strconv.FormatFloat(v*1000, 'f', 1, 64) + "ms" }
+	msec2 := func(v float64) string { return strconv.FormatFloat(v*1000, 'f', 2, 64) + "ms" }
 	pct := func(v float64) string { return strconv.FormatFloat(v*100, 'f', 1, 64) + "%" }
 	for _, rate := range rates {
 		at := func(get func(Creation) float64) func(Figures) float64 {
@@ -406,6 +407,14 @@ func phaseColumns(runs []Figures) []column {
 				return get(c)
 			}
 		}
+		handled := func(get func(Creation) float64) func(Creation) float64 {
+			return func(c Creation) float64 {
+				if c.HandlerCalls <= 0 {
+					return math.NaN()
+				}
+				return get(c)
+			}
+		}
 		out = append(out,
 			column{fmt.Sprintf("%d/s: created/s", rate), at(func(c Creation) float64 { return c.Achieved }), num(1), false},
 			column{fmt.Sprintf("%d/s: webhook calls", rate), at(func(c Creation) float64 { return c.Calls }), num(0), false},
@@ -413,6 +422,7 @@ func phaseColumns(runs []Figures) []column {
 			column{fmt.Sprintf("%d/s: webhook p50", rate), at(called(func(c Creation) float64 { return c.WebhookP50.Seconds() })), msec, false},
 			column{fmt.Sprintf("%d/s: webhook p99", rate), at(called(func(c Creation) float64 { return c.WebhookP99.Seconds() })), msec, false},
 			column{fmt.Sprintf("%d/s: webhook <=25ms", rate), at(called(func(c Creation) float64 { return c.Under25ms })), pct, false},
+			column{fmt.Sprintf("%d/s: handler p99", rate), at(handled(func(c Creation) float64 { return c.HandlerP99.Seconds() })), msec2, false},
 			column{fmt.Sprintf("%d/s: create p99", rate), at(func(c Creation) float64 { return c.CreateP99.Seconds() }), msec, false},
 		)
 	}

@@ -268,6 +268,42 @@ func TestWebhookFromScrapes(t *testing.T) {
 	}
 }
 
+// TestHandlerFromScrapes: the webhook's own handling time is summed over
+// its replicas, each from its own first scrape; a replica that started
+// between the scrapes (absent from the first) counts from zero, and one
+// gone by the second adds nothing.
+func TestHandlerFromScrapes(t *testing.T) {
+	hist := func(c [3]int) string {
+		s := "# TYPE snug_admission_request_duration_seconds histogram\n"
+		for i, le := range []string{"0.0005", "0.005", "+Inf"} {
+			s += fmt.Sprintf("snug_admission_request_duration_seconds_bucket{le=%q} %d\n", le, c[i])
+		}
+		s += "snug_admission_request_duration_seconds_sum 1\n"
+		s += fmt.Sprintf("snug_admission_request_duration_seconds_count %d\n", c[2])
+		return s
+	}
+	var c Creation
+	c.handlerFrom(
+		map[string]string{"a": hist([3]int{100, 100, 100}), "gone": hist([3]int{7, 7, 7})},
+		// a: 60 new calls, all within 0.5 ms; b (new): 40, 20 of them in
+		// (0.5, 5] ms.
+		map[string]string{"a": hist([3]int{160, 160, 160}), "b": hist([3]int{20, 40, 40})})
+	if c.HandlerCalls != 100 {
+		t.Fatalf("handler calls %v, want 100 (60 on a since its first scrape, 40 on b)", c.HandlerCalls)
+	}
+	if d := c.HandlerP50 - 312500*time.Nanosecond; d < -time.Microsecond || d > time.Microsecond {
+		t.Errorf("p50 %v, want 312.5µs (the 50th of 80 calls within 0.5 ms)", c.HandlerP50)
+	}
+	if want := 500*time.Microsecond + 4275*time.Microsecond; c.HandlerP99.Round(time.Microsecond) != want {
+		t.Errorf("p99 %v, want %v (19 of the 20 calls into (0.5, 5] ms)", c.HandlerP99, want)
+	}
+	var none Creation
+	none.handlerFrom(map[string]string{"a": hist([3]int{5, 5, 5})}, map[string]string{"a": hist([3]int{5, 5, 5})})
+	if none.HandlerCalls != 0 || none.HandlerP99 != 0 {
+		t.Errorf("no new calls: %v calls, p99 %v; want 0, 0", none.HandlerCalls, none.HandlerP99)
+	}
+}
+
 // TestPhaseColumns: the table shows a row per creation rate figure, the
 // rollout's and the leader kill's, only when a run ran them, with the
 // runs that did not as "-"; a rate whose webhook the API server never
@@ -275,7 +311,8 @@ func TestWebhookFromScrapes(t *testing.T) {
 // that grew no pod.
 func TestPhaseColumns(t *testing.T) {
 	runs := []Figures{
-		{Nodes: 50, Creations: []Creation{{Rate: 10, Achieved: 9.9, Calls: 99, WebhookP99: 20 * time.Millisecond, Under25ms: 0.995},
+		{Nodes: 50, Creations: []Creation{{Rate: 10, Achieved: 9.9, Calls: 99, WebhookP99: 20 * time.Millisecond, Under25ms: 0.995,
+			HandlerCalls: 99, HandlerP99: 420 * time.Microsecond},
 			{Rate: 50, Achieved: 49, Failed: 3}}, Failover: &Failover{Takeover: 16 * time.Second}},
 		{Nodes: 100, Rollout: &Rollout{Ready: 3 * time.Second, WritesPerNode: 0.5}},
 	}
@@ -296,6 +333,8 @@ func TestPhaseColumns(t *testing.T) {
 	}{
 		{"10/s: webhook p99", []string{"20.0ms", "-"}},
 		{"10/s: webhook <=25ms", []string{"99.5%", "-"}},
+		{"10/s: handler p99", []string{"0.42ms", "-"}},
+		{"50/s: handler p99", []string{"-", "-"}},
 		{"50/s: webhook p99", []string{"-", "-"}},
 		{"50/s: failed creates", []string{"3", "-"}},
 		{"rollout: all ready", []string{"-", "3.00s"}},

@@ -53,6 +53,14 @@ type Creation struct {
 	WebhookP50, WebhookP99 time.Duration
 	Under25ms, Under100ms  float64
 	Calls                  float64
+	// HandlerP50 and HandlerP99 are the webhook's own handling time, as
+	// its replicas timed it (snug_admission_request_duration_seconds,
+	// summed over them; buckets 0.1 ms to 1 s), from the request's headers to
+	// the response written; HandlerCalls counts them. The API server's
+	// figure less this one is the call's transport, TLS and queueing on
+	// both ends.
+	HandlerP50, HandlerP99 time.Duration
+	HandlerCalls           float64
 }
 
 // create runs the creation phase at each rate: pods of the bench's groups
@@ -113,8 +121,9 @@ func create(ctx context.Context, cs kubernetes.Interface, ns string, groups int,
 		c.Achieved = float64(c.Created) / secs
 		c.CreateP50, c.CreateP99 = quantile(lat, 0.5), quantile(lat, 0.99)
 		c.webhookFrom(before, after)
-		logf("creation at %d pods/s: %d created (%d failed) at %.1f/s; create p50 %.1fms p99 %.1fms; webhook %v calls, p50 %.1fms p99 %.1fms, %.1f%% within 25ms",
-			rate, c.Created, c.Failed, c.Achieved, ms(c.CreateP50), ms(c.CreateP99), c.Calls, ms(c.WebhookP50), ms(c.WebhookP99), 100*c.Under25ms)
+		logf("creation at %d pods/s: %d created (%d failed) at %.1f/s; create p50 %.1fms p99 %.1fms; webhook %v calls, p50 %.1fms p99 %.1fms, %.1f%% within 25ms; its handler %v calls, p50 %.2fms p99 %.2fms",
+			rate, c.Created, c.Failed, c.Achieved, ms(c.CreateP50), ms(c.CreateP99), c.Calls, ms(c.WebhookP50), ms(c.WebhookP99), 100*c.Under25ms,
+			c.HandlerCalls, ms(c.HandlerP50), ms(c.HandlerP99))
 		out = append(out, c)
 		if err := deleteCreated(ctx, cs, ns); err != nil {
 			return out, err
@@ -142,11 +151,43 @@ func (c *Creation) webhookFrom(before, after Scrape) {
 	}
 	c.Under25ms = (a[0.025] - b[0.025]) / total
 	c.Under100ms = (a[0.1] - b[0.1]) / total
+	quantiles(b, a, &c.WebhookP50, &c.WebhookP99)
+	c.handlerFrom(before.Webhooks, after.Webhooks)
+}
+
+// handlerFrom reads the webhook's own handling time between two scrapes
+// of its replicas' metrics: a replica's counts are its own since its
+// start, so one absent from the first scrape counts from zero.
+func (c *Creation) handlerFrom(before, after map[string]string) {
+	const name = "snug_admission_request_duration_seconds"
+	b, a := map[float64]float64{}, map[float64]float64{}
+	for pod, text := range after {
+		fa := families(text)
+		for le, n := range buckets(fa, name, nil) {
+			a[le] += n
+		}
+		c.HandlerCalls += samples(fa, name, nil)
+		if t, ok := before[pod]; ok {
+			fb := families(t)
+			for le, n := range buckets(fb, name, nil) {
+				b[le] += n
+			}
+			c.HandlerCalls -= samples(fb, name, nil)
+		}
+	}
+	if c.HandlerCalls > 0 {
+		quantiles(b, a, &c.HandlerP50, &c.HandlerP99)
+	}
+}
+
+// quantiles sets p50 and p99 from the difference of two cumulative bucket
+// sets, where it is defined.
+func quantiles(before, after map[float64]float64, p50, p99 *time.Duration) {
 	for _, q := range []struct {
 		q float64
 		d *time.Duration
-	}{{0.5, &c.WebhookP50}, {0.99, &c.WebhookP99}} {
-		if v := histogramQuantile(q.q, b, a); !math.IsNaN(v) {
+	}{{0.5, p50}, {0.99, p99}} {
+		if v := histogramQuantile(q.q, before, after); !math.IsNaN(v) {
 			*q.d = time.Duration(v * float64(time.Second))
 		}
 	}
