@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/snug-dev/snug/api/v1alpha1"
+	"github.com/snug-dev/snug/internal/policy"
 )
 
 // Path is where the webhook is served.
@@ -33,6 +34,9 @@ type HandlerConfig struct {
 	Policies func(namespace string) []*v1alpha1.SnugPolicy
 	// Checkpoints reads checkpoint ConfigMaps (an informer's cache).
 	Checkpoints Checkpoints
+	// Selectors keeps the policies' parsed selectors; nil parses them
+	// for each pod.
+	Selectors *policy.Selectors
 	// Recorder records events on policies; nil records none.
 	Recorder record.EventRecorder
 	Metrics  *Metrics
@@ -98,7 +102,13 @@ func (h *Handler) review(req *admissionv1.AdmissionRequest) (*admissionv1.Admiss
 	if pod.Namespace == "" {
 		pod.Namespace = req.Namespace
 	}
-	d := Size(&pod, h.cfg.Policies(pod.Namespace), h.cfg.Checkpoints, h.cfg.Clock.Now())
+	// The governing policy is found here with the kept selectors; Size
+	// then has only it to match.
+	var governing []*v1alpha1.SnugPolicy
+	if p := h.cfg.Selectors.Match(h.cfg.Policies(pod.Namespace), &pod); p != nil {
+		governing = []*v1alpha1.SnugPolicy{p}
+	}
+	d := Size(&pod, governing, h.cfg.Checkpoints, h.cfg.Clock.Now())
 	log := h.cfg.Log.WithValues("pod", podName(&pod), "outcome", string(d.Outcome))
 	switch d.Outcome {
 	case Sized:

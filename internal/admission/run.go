@@ -24,6 +24,7 @@ import (
 	"github.com/snug-dev/snug/api/v1alpha1"
 	policyclient "github.com/snug-dev/snug/api/v1alpha1/client"
 	"github.com/snug-dev/snug/internal/kube"
+	"github.com/snug-dev/snug/internal/policy"
 )
 
 // Options configure the webhook: snug-controller's --admission-* flags.
@@ -136,6 +137,19 @@ func Start(ctx context.Context, o Options, cs kubernetes.Interface, pc *policycl
 		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = "app.kubernetes.io/managed-by=snug" }))
 	cms := cmFactory.Core().V1().ConfigMaps()
 	cmLister := cms.Lister()
+	sels := &policy.Selectors{}
+	if _, err := policyInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		DeleteFunc: func(obj any) {
+			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = d.Obj
+			}
+			if p, ok := obj.(*v1alpha1.SnugPolicy); ok {
+				sels.Forget(p.Namespace, p.Name)
+			}
+		},
+	}); err != nil {
+		return nil, err
+	}
 	w.synced = []cache.InformerSynced{policyInf.HasSynced, cms.Informer().HasSynced}
 	go policyInf.Run(ctx.Done())
 	cmFactory.Start(ctx.Done())
@@ -156,7 +170,8 @@ func Start(ctx context.Context, o Options, cs kubernetes.Interface, pc *policycl
 			}
 			return cm.Data
 		},
-		Recorder: recorder, Metrics: m, Log: log,
+		Selectors: sels,
+		Recorder:  recorder, Metrics: m, Log: log,
 	})
 	mux := http.NewServeMux()
 	mux.Handle(Path, h)

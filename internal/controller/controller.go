@@ -116,6 +116,8 @@ type Controller struct {
 	checkpoints corelisters.ConfigMapLister
 	policyInf   cache.SharedIndexInformer
 	pods        corelisters.PodLister
+	// podIndex is the pod cache, indexed by label too (podLabelIndex).
+	podIndex    cache.Indexer
 	hpas        autoscalinglisters.HorizontalPodAutoscalerLister
 	deployments appslisters.DeploymentLister
 	statefuls   appslisters.StatefulSetLister
@@ -131,6 +133,8 @@ type Controller struct {
 	startOnce sync.Once
 	allSynced []cache.InformerSynced
 
+	// sel keeps the policies' parsed selectors.
+	sel        policy.Selectors
 	mu         sync.Mutex
 	lastWrites map[string]time.Time // checkpoint writes by policy key
 	// recs are the recommendations the checkpoints concern worked out, by
@@ -246,6 +250,8 @@ func New(cs kubernetes.Interface, pc *policyclient.Client, recorder record.Event
 	apps := c.factory.Apps().V1()
 	batch := c.factory.Batch().V1()
 	c.pods, c.hpas = pods.Lister(), hpas.Lister()
+	utilruntime.Must(pods.Informer().AddIndexers(cache.Indexers{podLabelIndex: podLabelKeys}))
+	c.podIndex = pods.Informer().GetIndexer()
 	c.deployments, c.statefuls, c.daemons, c.replicas = apps.Deployments().Lister(), apps.StatefulSets().Lister(), apps.DaemonSets().Lister(), apps.ReplicaSets().Lister()
 	c.jobs, c.cronjobs = batch.Jobs().Lister(), batch.CronJobs().Lister()
 
@@ -443,7 +449,7 @@ func (c *Controller) onPod(old, cur metav1.Object) {
 		}
 	}
 	c.enqueueNamespaceTo(ns, func(p *v1alpha1.SnugPolicy) bool {
-		sel, ok := policy.Selector(p)
+		sel, ok := c.sel.Selector(p)
 		if !ok {
 			return true // not resolved yet: resolving may select it
 		}
@@ -581,6 +587,7 @@ func (c *Controller) observe(k string) (*observed, error) {
 	}
 	if !exists {
 		c.metrics.forget(ns, name)
+		c.sel.Forget(ns, name)
 		c.mu.Lock()
 		delete(c.lastWrites, k)
 		delete(c.granted, k)
@@ -596,7 +603,7 @@ func (c *Controller) observe(k string) (*observed, error) {
 	o := &observed{p: obj.(*v1alpha1.SnugPolicy)}
 	o.target, o.sel = c.resolve(o.p)
 	if o.sel != nil {
-		all, err := c.pods.Pods(ns).List(o.sel)
+		all, err := podsSelected(c.podIndex, ns, o.sel)
 		if err != nil {
 			return nil, fmt.Errorf("listing pods: %w", err)
 		}
@@ -829,7 +836,7 @@ func (c *Controller) peers(ns string) []peer {
 	var out []peer
 	for _, p := range c.policiesIn(ns) {
 		q := peer{name: p.Name, created: p.CreationTimestamp.Time}
-		if sel, ok := policy.Selector(p); ok {
+		if sel, ok := c.sel.Selector(p); ok {
 			q.sel = sel
 		}
 		out = append(out, q)

@@ -16,7 +16,7 @@ import (
 
 // snapshotOf returns a container snapshot text of seconds samples of
 // cpuMillis and memBytes, ending at end.
-func snapshotOf(t *testing.T, cfg recommend.Config, seconds int, cpuMillis, memBytes float64, end time.Time) string {
+func snapshotOf(t testing.TB, cfg recommend.Config, seconds int, cpuMillis, memBytes float64, end time.Time) string {
 	t.Helper()
 	a := recommend.NewAggregate(cfg)
 	for i := range seconds {

@@ -37,13 +37,13 @@ import (
 // the watch would bring them back); pods, ConfigMaps and evictions go to a
 // fake clientset, whose objects the tests read for the resulting state.
 type reconcileEnv struct {
-	t     *testing.T
+	t     testing.TB
 	c     *Controller
 	cs    *fake.Clientset
 	clock *clocktesting.FakeClock
 }
 
-func newReconcileEnv(t *testing.T) *reconcileEnv {
+func newReconcileEnv(t testing.TB) *reconcileEnv {
 	t.Helper()
 	cs := fake.NewClientset()
 	// The Eviction API deletes the pod (no budget in these tests).

@@ -56,25 +56,12 @@ func OlderThan(aCreated metav1.Time, aName string, bCreated metav1.Time, bName s
 // Covers reports whether p's selector (Selector) matches pod, in p's
 // namespace.
 func Covers(p *v1alpha1.SnugPolicy, pod *corev1.Pod) bool {
-	if p.Namespace != pod.Namespace {
-		return false
-	}
-	sel, ok := Selector(p)
-	return ok && sel.Matches(labels.Set(pod.Labels))
+	return (*Selectors)(nil).Covers(p, pod)
 }
 
 // Match returns the policy that governs pod out of policies, or nil: of
 // those that cover it (Covers), the oldest (Older). Policies of other
 // namespaces are skipped, so policies may be all of the cluster's.
 func Match(policies []*v1alpha1.SnugPolicy, pod *corev1.Pod) *v1alpha1.SnugPolicy {
-	var best *v1alpha1.SnugPolicy
-	for _, p := range policies {
-		if !Covers(p, pod) {
-			continue
-		}
-		if best == nil || Older(p, best) {
-			best = p
-		}
-	}
-	return best
+	return (*Selectors)(nil).Match(policies, pod)
 }
