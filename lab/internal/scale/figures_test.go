@@ -270,8 +270,9 @@ func TestWebhookFromScrapes(t *testing.T) {
 
 // TestHandlerFromScrapes: the webhook's own handling time is summed over
 // its replicas, each from its own first scrape; a replica that started
-// between the scrapes (absent from the first) counts from zero, and one
-// gone by the second adds nothing.
+// between the scrapes (absent from the first) or whose container restarted
+// (its count went down) counts from zero, and one gone by the second adds
+// nothing.
 func TestHandlerFromScrapes(t *testing.T) {
 	hist := func(c [3]int) string {
 		s := "# TYPE snug_admission_request_duration_seconds histogram\n"
@@ -296,6 +297,13 @@ func TestHandlerFromScrapes(t *testing.T) {
 	}
 	if want := 500*time.Microsecond + 4275*time.Microsecond; c.HandlerP99.Round(time.Microsecond) != want {
 		t.Errorf("p99 %v, want %v (19 of the 20 calls into (0.5, 5] ms)", c.HandlerP99, want)
+	}
+	// a's container restarted between the scrapes: its 30 calls since are
+	// all in the window.
+	var restarted Creation
+	restarted.handlerFrom(map[string]string{"a": hist([3]int{100, 100, 100})}, map[string]string{"a": hist([3]int{30, 30, 30})})
+	if restarted.HandlerCalls != 30 {
+		t.Errorf("a restarted replica: %v calls, want 30 (its count since the restart)", restarted.HandlerCalls)
 	}
 	var none Creation
 	none.handlerFrom(map[string]string{"a": hist([3]int{5, 5, 5})}, map[string]string{"a": hist([3]int{5, 5, 5})})

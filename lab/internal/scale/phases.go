@@ -56,7 +56,8 @@ type Creation struct {
 	// HandlerP50 and HandlerP99 are the webhook's own handling time, as
 	// its replicas timed it (snug_admission_request_duration_seconds,
 	// summed over them; buckets 0.1 ms to 1 s), from the request's headers to
-	// the response written; HandlerCalls counts them. The API server's
+	// the response handed to net/http (the socket write and TLS after it);
+	// HandlerCalls counts them. The API server's
 	// figure less this one is the call's transport, TLS and queueing on
 	// both ends.
 	HandlerP50, HandlerP99 time.Duration
@@ -157,22 +158,27 @@ func (c *Creation) webhookFrom(before, after Scrape) {
 
 // handlerFrom reads the webhook's own handling time between two scrapes
 // of its replicas' metrics: a replica's counts are its own since its
-// start, so one absent from the first scrape counts from zero.
+// start, so one absent from the first scrape, or whose count went down
+// (its container restarted), counts from zero. A replica gone by the
+// second scrape is left out, its calls with it.
 func (c *Creation) handlerFrom(before, after map[string]string) {
 	const name = "snug_admission_request_duration_seconds"
 	b, a := map[float64]float64{}, map[float64]float64{}
 	for pod, text := range after {
 		fa := families(text)
-		for le, n := range buckets(fa, name, nil) {
-			a[le] += n
+		n := samples(fa, name, nil)
+		for le, v := range buckets(fa, name, nil) {
+			a[le] += v
 		}
-		c.HandlerCalls += samples(fa, name, nil)
+		c.HandlerCalls += n
 		if t, ok := before[pod]; ok {
 			fb := families(t)
-			for le, n := range buckets(fb, name, nil) {
-				b[le] += n
+			if nb := samples(fb, name, nil); nb <= n {
+				for le, v := range buckets(fb, name, nil) {
+					b[le] += v
+				}
+				c.HandlerCalls -= nb
 			}
-			c.HandlerCalls -= samples(fb, name, nil)
 		}
 	}
 	if c.HandlerCalls > 0 {
