@@ -196,8 +196,10 @@ var (
 	stateGauges = []string{"snug_controller_leader", "snug_controller_policy_condition"}
 	// allowedLabels are every label a snug series may carry; podLabels
 	// only the agent's per-container and per-pod series (deleted once the
-	// agent stops tracking the container), never another counter.
-	allowedLabels = []string{"namespace", "policy", "outcome", "action", "resource", "result", "review", "type", "reason", "kind", "verb"}
+	// agent stops tracking the container), never another counter. concern
+	// is one of the controller's three reconcilers (checkpoints, status,
+	// disruption).
+	allowedLabels = []string{"namespace", "policy", "outcome", "action", "resource", "result", "review", "type", "reason", "kind", "verb", "concern"}
 	podLabels     = []string{"pod", "container"}
 	uidRE         = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
 )
