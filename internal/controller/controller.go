@@ -115,7 +115,6 @@ type Controller struct {
 	cmFactory   informers.SharedInformerFactory
 	checkpoints corelisters.ConfigMapLister
 	policyInf   cache.SharedIndexInformer
-	pods        corelisters.PodLister
 	// podIndex is the pod cache, indexed by label too (podLabelIndex).
 	podIndex    cache.Indexer
 	hpas        autoscalinglisters.HorizontalPodAutoscalerLister
@@ -249,7 +248,7 @@ func New(cs kubernetes.Interface, pc *policyclient.Client, recorder record.Event
 	hpas := c.factory.Autoscaling().V2().HorizontalPodAutoscalers()
 	apps := c.factory.Apps().V1()
 	batch := c.factory.Batch().V1()
-	c.pods, c.hpas = pods.Lister(), hpas.Lister()
+	c.hpas = hpas.Lister()
 	utilruntime.Must(pods.Informer().AddIndexers(cache.Indexers{podLabelIndex: podLabelKeys}))
 	c.podIndex = pods.Informer().GetIndexer()
 	c.deployments, c.statefuls, c.daemons, c.replicas = apps.Deployments().Lister(), apps.StatefulSets().Lister(), apps.DaemonSets().Lister(), apps.ReplicaSets().Lister()

@@ -70,8 +70,8 @@ func TestStartWarmsTheCachesBeforeLeading(t *testing.T) {
 	}); err != nil {
 		t.Fatalf("caches synced %v, queues %v: want them synced and the policy queued for every concern before leading", c.Synced(), queued())
 	}
-	if _, err := c.pods.Pods("ns").Get("web-1"); err != nil {
-		t.Errorf("the pod cache before leading: %v", err)
+	if _, ok, err := c.podIndex.GetByKey("ns/web-1"); !ok || err != nil {
+		t.Errorf("the pod cache before leading: web-1 cached %v, err %v", ok, err)
 	}
 	for _, a := range cs.Actions() {
 		if v := a.GetVerb(); v != "list" && v != "watch" {

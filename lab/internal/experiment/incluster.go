@@ -229,7 +229,7 @@ func (s *Snug) leads(ctx context.Context, ok func(*corev1.Pod) bool) bool {
 		return false
 	}
 	s.ControllerPod = p.Name
-	s.ControllerMetricsURL = fmt.Sprintf("https://%s:%d/metrics", p.Status.PodIP, controllerPort)
+	s.ControllerMetricsURL = controllerMetricsURL(p)
 	return true
 }
 
@@ -246,12 +246,16 @@ func (s *Snug) ControllerMetricsURLs(ctx context.Context) (map[string]string, er
 	}
 	out := map[string]string{}
 	for i := range pods.Items {
-		p := &pods.Items[i]
-		if p.DeletionTimestamp == nil && p.Status.PodIP != "" && podReady(p) {
-			out[p.Name] = fmt.Sprintf("https://%s:%d/metrics", p.Status.PodIP, controllerPort)
+		if p := &pods.Items[i]; serving(p) {
+			out[p.Name] = controllerMetricsURL(p)
 		}
 	}
 	return out, nil
+}
+
+// controllerMetricsURL is controller pod p's /metrics URL.
+func controllerMetricsURL(p *corev1.Pod) string {
+	return fmt.Sprintf("https://%s:%d/metrics", p.Status.PodIP, controllerPort)
 }
 
 // KillLeader crashes the leading controller: SIGKILL to every process of
@@ -383,12 +387,16 @@ func (s *Snug) readyPod(ctx context.Context, component, node string) (*corev1.Po
 		return nil, nil // the API server may be starting; keep polling
 	}
 	for i := range pods.Items {
-		p := &pods.Items[i]
-		if p.DeletionTimestamp == nil && p.Status.PodIP != "" && podReady(p) {
+		if p := &pods.Items[i]; serving(p) {
 			return p, nil
 		}
 	}
 	return nil, nil
+}
+
+// serving reports whether p is Ready with an IP and not terminating.
+func serving(p *corev1.Pod) bool {
+	return p.DeletionTimestamp == nil && p.Status.PodIP != "" && podReady(p)
 }
 
 func podReady(p *corev1.Pod) bool {
