@@ -11,7 +11,10 @@ import (
 )
 
 // bindings remembers which policy governs each pod (policy.Match), so that
-// a sample costs a map lookup instead of a match over every policy. A
+// a sample costs a map lookup instead of a match over every policy, and
+// keeps each policy's parsed selector (policy.Selectors), so that a policy
+// event, which makes every pod of its namespace bind again, parses each
+// selector of the namespace once, not once per pod. A
 // pod's binding is recomputed only after an informer event: the pod
 // changed (its labels may have), or a policy of its namespace was added,
 // changed (its status.selector published, say) or deleted. The event
@@ -27,6 +30,9 @@ type bindings struct {
 	// latest is each pod as its last event delivered it (the informer's
 	// cached object), so a sample finds its pod without a lister lookup.
 	latest map[types.UID]*corev1.Pod
+
+	// sel keeps the parsed selectors; a deleted policy's is forgotten.
+	sel policy.Selectors
 
 	// Loop goroutine only.
 	bound map[types.UID]binding
@@ -60,12 +66,15 @@ func (b *bindings) pod(uid types.UID) (*corev1.Pod, bool) {
 	return p, ok
 }
 
-// policiesChanged marks the bindings of a namespace's pods stale (informer
-// handlers).
-func (b *bindings) policiesChanged(ns string) {
+// policiesChanged marks the bindings of a namespace's pods stale after
+// policy name was added, changed or deleted (informer handlers).
+func (b *bindings) policiesChanged(ns, name string, deleted bool) {
 	b.mu.Lock()
 	b.nsGen[ns]++
 	b.mu.Unlock()
+	if deleted {
+		b.sel.Forget(ns, name)
+	}
 }
 
 // policyFor returns the policy that governs pod, recomputing it from list
@@ -81,7 +90,7 @@ func (b *bindings) policyFor(pod *corev1.Pod, list func(ns string) []*v1alpha1.S
 	if cur, ok := b.bound[pod.UID]; ok && !dirty && cur.gen == gen {
 		return cur.policy
 	}
-	p := policy.Match(list(pod.Namespace), pod)
+	p := b.sel.Match(list(pod.Namespace), pod)
 	b.bound[pod.UID] = binding{policy: p, gen: gen}
 	return p
 }

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"reflect"
 	"testing"
 	"time"
 
@@ -14,7 +15,8 @@ import (
 
 // TestBindingsFollowEvents: a pod's policy is recomputed after a policy
 // event in its namespace or an event of the pod, and only then; a pod's
-// binding goes with its deletion.
+// binding goes with its deletion; each policy's selector is parsed once
+// for all pods, and a deleted policy's is forgotten.
 func TestBindingsFollowEvents(t *testing.T) {
 	pod := tb.Pod("web-1").Labels("app", "web").Get()
 	newer := tb.Policy("newer").Selector("app", "web").Get()
@@ -45,11 +47,29 @@ func TestBindingsFollowEvents(t *testing.T) {
 	// cache changes, then its event arrives.
 	older.Status.Selector = "app=web"
 	step("before the event", "newer", 1)
-	b.policiesChanged("other")
+	b.policiesChanged("other", "elsewhere", false)
 	step("event in another namespace", "newer", 1)
-	b.policiesChanged("ns")
+	b.policiesChanged("ns", "older", false)
 	step("after the policy event", "older", 2)
 	step("next sample", "older", 2)
+	// A second pod of the namespace binds with the selectors kept: the
+	// same parsed selector, not one per pod.
+	kept, _ := b.sel.Selector(newer)
+	sibling := tb.Pod("web-2").Labels("app", "web").Get()
+	if p := b.policyFor(sibling, list); p == nil || p.Name != "older" {
+		t.Errorf("second pod: policy %v, want older", p)
+	}
+	lists-- // the sibling's
+	if again, _ := b.sel.Selector(newer); reflect.ValueOf(again).Pointer() != reflect.ValueOf(kept).Pointer() {
+		t.Error("the second pod's bind parsed the policy's selector again")
+	}
+	if n := b.sel.Len(); n != 2 {
+		t.Errorf("%d selectors kept, want 2 (the namespace's policies)", n)
+	}
+	b.policiesChanged("ns", "newer", true)
+	if n := b.sel.Len(); n != 1 {
+		t.Errorf("after newer's deletion %d selectors kept, want 1", n)
+	}
 	pod = tb.Pod("web-1").Labels("app", "api").Get()
 	b.podChanged(pod)
 	step("after the pod's labels changed", "", 3)
@@ -68,7 +88,13 @@ func TestBindingsFollowEvents(t *testing.T) {
 // resources, a VPA conflict, a deletion and an add each do.
 func TestPolicyStatusChurnBindsNothing(t *testing.T) {
 	var told []string
-	h := policyHandler(func(ns string) { told = append(told, ns) })
+	var deleted []bool
+	h := policyHandler(func(ns, name string, del bool) {
+		if name == "web" {
+			told = append(told, ns)
+			deleted = append(deleted, del)
+		}
+	})
 	pol := tb.Policy("web").Target("Deployment", "web").Get()
 	pol.Generation = 1
 	update := func(what string, mod func(p *v1alpha1.SnugPolicy), want bool) {
@@ -99,10 +125,10 @@ func TestPolicyStatusChurnBindsNothing(t *testing.T) {
 		p.Status.Conditions = append(p.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionVPAConflict, Status: metav1.ConditionTrue})
 	}, true)
 	update("deleting", func(p *v1alpha1.SnugPolicy) { p.DeletionTimestamp = &metav1.Time{Time: tb.T0} }, true)
-	told = nil
+	told, deleted = nil, nil
 	h.OnDelete(cache.DeletedFinalStateUnknown{Key: "ns/web", Obj: pol})
 	h.OnAdd(pol, false)
-	if len(told) != 2 {
-		t.Errorf("delete and add: told %v, want the namespace twice", told)
+	if len(told) != 2 || !reflect.DeepEqual(deleted, []bool{true, false}) {
+		t.Errorf("delete and add: told %v deleted %v, want the namespace twice, deleted then not", told, deleted)
 	}
 }

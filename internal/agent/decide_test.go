@@ -80,7 +80,7 @@ func (p policyList) List(ns string) []*v1alpha1.SnugPolicy {
 	return out
 }
 
-func (p policyList) OnChange(func(string)) error { return nil }
+func (p policyList) OnChange(func(string, string, bool)) error { return nil }
 
 func selectorPolicy(name string, mode v1alpha1.UpdateMode) *v1alpha1.SnugPolicy {
 	return &v1alpha1.SnugPolicy{

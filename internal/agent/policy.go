@@ -23,10 +23,10 @@ type PolicyLister interface {
 	// List returns the policies of namespace ns. The caller must not
 	// modify them.
 	List(ns string) []*v1alpha1.SnugPolicy
-	// OnChange registers f, called with the namespace of each policy
-	// added, changed or deleted, on the informer's goroutine: f must only
-	// record it.
-	OnChange(f func(namespace string)) error
+	// OnChange registers f, called with the namespace and name of each
+	// policy added, changed or deleted (deleted true), on the informer's
+	// goroutine: f must only record it.
+	OnChange(f func(namespace, name string, deleted bool)) error
 }
 
 // informerLister lists an informer's store of policies by namespace.
@@ -43,32 +43,32 @@ func (l informerLister) List(ns string) []*v1alpha1.SnugPolicy {
 	return out
 }
 
-func (l informerLister) OnChange(f func(namespace string)) error {
+func (l informerLister) OnChange(f func(namespace, name string, deleted bool)) error {
 	if _, err := l.inf.AddEventHandler(policyHandler(f)); err != nil {
 		return fmt.Errorf("watching snugpolicies: %w", err)
 	}
 	return nil
 }
 
-// policyHandler tells f the namespace of each policy added, deleted or
-// changed in what the agent reads of it (policyMeaningChanged).
-func policyHandler(f func(namespace string)) cache.ResourceEventHandlerFuncs {
-	ns := func(o any) {
+// policyHandler tells f of each policy added, deleted or changed in what
+// the agent reads of it (policyMeaningChanged).
+func policyHandler(f func(namespace, name string, deleted bool)) cache.ResourceEventHandlerFuncs {
+	tell := func(o any, deleted bool) {
 		if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
 			o = d.Obj
 		}
 		if p, ok := o.(*v1alpha1.SnugPolicy); ok {
-			f(p.Namespace)
+			f(p.Namespace, p.Name, deleted)
 		}
 	}
 	return cache.ResourceEventHandlerFuncs{
-		AddFunc: ns,
+		AddFunc: func(o any) { tell(o, false) },
 		UpdateFunc: func(old, o any) {
 			if policyMeaningChanged(old, o) {
-				ns(o)
+				tell(o, false)
 			}
 		},
-		DeleteFunc: ns,
+		DeleteFunc: func(o any) { tell(o, true) },
 	}
 }
 

@@ -64,6 +64,16 @@ func (s *Selectors) Forget(namespace, name string) {
 	delete(s.m, types.NamespacedName{Namespace: namespace, Name: name})
 }
 
+// Len is how many selectors s keeps.
+func (s *Selectors) Len() int {
+	if s == nil {
+		return 0
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.m)
+}
+
 // Covers is Covers with s's selectors.
 func (s *Selectors) Covers(p *v1alpha1.SnugPolicy, pod *corev1.Pod) bool {
 	if p.Namespace != pod.Namespace {
