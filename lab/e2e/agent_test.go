@@ -210,6 +210,10 @@ func agentSuite(t *testing.T, node string) {
 	// Every pod is deleted: the agent forgets them within a pass or two.
 	waitFor(t, "the agent to list no container of "+ns, time.Minute, func() (bool, error) {
 		list, err := ag.api().Containers(t.Context(), agent.Query{})
+		if unanswered(t, err) { // a slow guest (waitAutoscale): ask again
+			t.Logf("the agent did not answer in time, asking again: %v", err)
+			return false, nil
+		}
 		if err != nil {
 			return false, err
 		}
@@ -259,8 +263,35 @@ func (a *agentProc) metrics(t *testing.T) string {
 // /metrics, by name.
 func (a *agentProc) processMetrics(t *testing.T) map[string]float64 {
 	t.Helper()
+	// The agent in the cgroup-v2 guest can be slow to answer (see
+	// waitAutoscale): a request that times out is asked again.
+	url, body := a.base+"/metrics", ""
+	waitFor(t, "the agent's "+url, time.Minute, func() (bool, error) {
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
+		if err != nil {
+			return false, err
+		}
+		if a.token != "" {
+			req.Header.Set("Authorization", "Bearer "+a.token)
+		}
+		resp, err := experiment.SelfSignedClient().Do(req)
+		if err == nil {
+			var b []byte
+			b, err = io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err == nil && resp.StatusCode != http.StatusOK {
+				return false, fmt.Errorf("GET %s: %d %q", url, resp.StatusCode, b)
+			}
+			body = string(b)
+		}
+		if unanswered(t, err) {
+			t.Logf("GET %s: no answer in time, asking again: %v", url, err)
+			return false, nil
+		}
+		return err == nil, err
+	})
 	out := map[string]float64{}
-	for name, f := range exposed(t, a.base+"/metrics", a.token) {
+	for name, f := range parseExposed(t, url, body) {
 		if !strings.HasPrefix(name, "process_") || len(f.GetMetric()) != 1 {
 			continue
 		}
@@ -285,6 +316,10 @@ func (a *agentProc) waitPoints(t *testing.T, ns, pod, container string, cond fun
 	waitFor(t, fmt.Sprintf("the agent's samples of %s/%s/%s", ns, pod, container), 2*time.Minute, func() (bool, error) {
 		c, err := a.api().Container(t.Context(), ns, pod, container, agent.Query{})
 		if errors.Is(err, agent.ErrNotSampled) {
+			return false, nil
+		}
+		if unanswered(t, err) { // a slow guest (waitAutoscale): ask again
+			t.Logf("the agent did not answer in time, asking again: %v", err)
 			return false, nil
 		}
 		if err != nil {

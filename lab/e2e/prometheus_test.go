@@ -134,6 +134,12 @@ func exposed(t *testing.T, url, token string) map[string]*dto.MetricFamily {
 	if code != http.StatusOK {
 		t.Fatalf("GET %s: %d %q", url, code, body)
 	}
+	return parseExposed(t, url, body)
+}
+
+// parseExposed parses a Prometheus text exposition read from url.
+func parseExposed(t *testing.T, url, body string) map[string]*dto.MetricFamily {
+	t.Helper()
 	p := expfmt.NewTextParser(model.UTF8Validation)
 	fams, err := p.TextToMetricFamilies(strings.NewReader(body))
 	if err != nil {
