@@ -229,42 +229,11 @@ func agentSuite(t *testing.T, node string) {
 // api is a client of the agent's JSON API.
 func (a *agentProc) api() *agent.APIClient { return a.snug.AgentAPI() }
 
-func (a *agentProc) get(t *testing.T, path string) (int, []byte) {
-	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, a.base+path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if a.token != "" {
-		req.Header.Set("Authorization", "Bearer "+a.token)
-	}
-	resp, err := a.snug.HTTP.Do(req)
-	if err != nil {
-		t.Fatalf("GET %s: %v", path, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatalf("GET %s: %v", path, err)
-	}
-	return resp.StatusCode, b
-}
-
+// metrics is the agent's /metrics text. The agent in the cgroup-v2 guest
+// can be slow to answer (see waitAutoscale): a request that times out is
+// asked again, for up to a minute; any other error or status fails.
 func (a *agentProc) metrics(t *testing.T) string {
 	t.Helper()
-	code, b := a.get(t, "/metrics")
-	if code != 200 {
-		t.Fatalf("GET /metrics = %d", code)
-	}
-	return string(b)
-}
-
-// processMetrics are the agent's process_* gauges and counters from its
-// /metrics, by name.
-func (a *agentProc) processMetrics(t *testing.T) map[string]float64 {
-	t.Helper()
-	// The agent in the cgroup-v2 guest can be slow to answer (see
-	// waitAutoscale): a request that times out is asked again.
 	url, body := a.base+"/metrics", ""
 	waitFor(t, "the agent's "+url, time.Minute, func() (bool, error) {
 		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
@@ -274,7 +243,7 @@ func (a *agentProc) processMetrics(t *testing.T) map[string]float64 {
 		if a.token != "" {
 			req.Header.Set("Authorization", "Bearer "+a.token)
 		}
-		resp, err := experiment.SelfSignedClient().Do(req)
+		resp, err := a.snug.HTTP.Do(req)
 		if err == nil {
 			var b []byte
 			b, err = io.ReadAll(resp.Body)
@@ -290,6 +259,15 @@ func (a *agentProc) processMetrics(t *testing.T) map[string]float64 {
 		}
 		return err == nil, err
 	})
+	return body
+}
+
+// processMetrics are the agent's process_* gauges and counters from its
+// /metrics, by name.
+func (a *agentProc) processMetrics(t *testing.T) map[string]float64 {
+	t.Helper()
+	url := a.base + "/metrics"
+	body := a.metrics(t)
 	out := map[string]float64{}
 	for name, f := range parseExposed(t, url, body) {
 		if !strings.HasPrefix(name, "process_") || len(f.GetMetric()) != 1 {
