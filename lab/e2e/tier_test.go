@@ -48,6 +48,7 @@ var tiers = map[string]string{
 	"TestTraceBadInput":                   tierAPI,
 	"TestResizeDefaultsRequestToLimit":    tierAPI,
 	"TestControllerStatusUnscheduled":     tierAPI,
+	"TestLabAuditNamesPodDeleter":         tierAPI,
 
 	// core
 	"TestAdmission":                    tierCore,

@@ -259,9 +259,29 @@ func writeConfigs(o *Options, p *pki.Set) error {
 		o.path("kube-proxy", "config.yaml"):                            kubeProxyConfig(r),
 		o.path("registry", "config.yml"):                               registryConfig(o),
 		filepath.Join(registryHostsDir(o), o.Registry(), "hosts.toml"): registryHosts(o),
+		o.path("audit-policy.yaml"):                                    auditPolicy,
 	}
 	return writeFiles(files)
 }
+
+// auditPolicy records who deleted or evicted a pod, and nothing else: a
+// test's pod that vanished (TestChaos's workload once did, during a helm
+// upgrade, with nothing in any component's log to say why) is then
+// explained by logs/audit.log, which names the user (each of the
+// controller-manager's controllers has its own service account) and the
+// user agent. Metadata only, so the file stays small.
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+- level: Metadata
+  verbs: ["delete", "deletecollection"]
+  resources: [{group: "", resources: ["pods"]}]
+- level: Metadata
+  verbs: ["create"]
+  resources: [{group: "", resources: ["pods/eviction"]}]
+- level: None
+`
 
 // writeFiles writes each path's content (0644), making its directory.
 func writeFiles(files map[string]string) error {
@@ -325,6 +345,10 @@ func components(o *Options, p *pki.Set) []component {
 			"--enable-aggregator-routing=true",
 			"--allow-privileged=true",
 			"--profiling=false",
+			"--audit-policy-file=" + o.path("audit-policy.yaml"),
+			"--audit-log-path=" + o.path("logs", "audit.log"),
+			"--audit-log-maxsize=20",
+			"--audit-log-maxbackup=2",
 		}},
 		{"kube-controller-manager", []string{bin("kube-controller-manager"),
 			"--kubeconfig=" + p.ControllerManagerKubeconfig,
