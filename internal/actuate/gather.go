@@ -22,6 +22,9 @@ type Target struct {
 	NodeAllocatable corev1.ResourceList
 	// OthersClaimed is what the other pods on that node claim (resize.Claimed).
 	OthersClaimed corev1.ResourceList
+	// Reserve is the room a grow leaves free there for the replacement of
+	// a higher-priority pod (resize.PreemptionReserve).
+	Reserve corev1.ResourceList
 }
 
 // Input returns the planner's input for a wish on this target.
@@ -30,6 +33,7 @@ func (t *Target) Input(wish resize.Wish, usage map[string]resize.Usage, opts res
 		Pod:             t.Pod,
 		NodeAllocatable: t.NodeAllocatable,
 		OthersClaimed:   t.OthersClaimed,
+		Reserve:         t.Reserve,
 		Usage:           usage,
 		Wish:            wish,
 		Options:         opts,
@@ -38,7 +42,7 @@ func (t *Target) Input(wish resize.Wish, usage map[string]resize.Usage, opts res
 
 // Gather reads the pod namespace/name, its node's allocatable and the claims
 // of the other pods on that node (listed with the field selector
-// spec.nodeName). A missing pod is an error wrapping ErrPodNotFound that
+// spec.nodeName), and the room to leave for a higher-priority pod there. A missing pod is an error wrapping ErrPodNotFound that
 // says whether the namespace exists at all.
 func (a *Actuator) Gather(ctx context.Context, namespace, name string) (*Target, error) {
 	pod, err := a.Client.GetPod(ctx, namespace, name, metav1.GetOptions{})
@@ -67,5 +71,6 @@ func (a *Actuator) Gather(ctx context.Context, namespace, name string) (*Target,
 		return nil, fmt.Errorf("listing pods on node %s: %w", pod.Spec.NodeName, err)
 	}
 	t.OthersClaimed = resize.Claimed(pods.Items, pod.UID)
+	t.Reserve = resize.PreemptionReserve(pods.Items, pod)
 	return t, nil
 }

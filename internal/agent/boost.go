@@ -279,7 +279,7 @@ func (d *Decider) sendBoost(ctx context.Context, log logr.Logger, st *podState, 
 	if node, err := d.cfg.Node(); err == nil && node != nil {
 		in.NodeAllocatable = node.Status.Allocatable
 	}
-	in.OthersClaimed = d.othersClaimed(pod)
+	in.OthersClaimed, in.Reserve = d.nodeClaims(pod)
 	in.Namespace, _ = d.namespaceFor(pod, now)
 	plan, err := resize.NewPlan(in)
 	if err != nil || plan.NoOp() {

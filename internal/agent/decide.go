@@ -639,18 +639,20 @@ func (d *Decider) PassDone(ctx context.Context) {
 	d.publishSnapshots(ctx, log, now)
 }
 
-// othersClaimed is what the node's other pods claim (resize.Claimed), from
-// the pod informer's cache; nil when it cannot be listed.
-func (d *Decider) othersClaimed(pod *corev1.Pod) corev1.ResourceList {
+// nodeClaims is what the node's other pods claim (resize.Claimed) and the
+// room a grow of pod leaves free for the replacement of a higher-priority
+// pod (resize.PreemptionReserve), from the pod informer's cache; nil, nil
+// when it cannot be listed.
+func (d *Decider) nodeClaims(pod *corev1.Pod) (others, reserve corev1.ResourceList) {
 	all, err := d.cfg.Pods.List(labels.Everything())
 	if err != nil {
-		return nil
+		return nil, nil
 	}
-	others := make([]corev1.Pod, 0, len(all))
+	pods := make([]corev1.Pod, 0, len(all))
 	for _, p := range all {
-		others = append(others, *p)
+		pods = append(pods, *p)
 	}
-	return resize.Claimed(others, pod.UID)
+	return resize.Claimed(pods, pod.UID), resize.PreemptionReserve(pods, pod)
 }
 
 // plan plans the pod's wished resize and sends it. It returns the event
@@ -715,7 +717,7 @@ func (d *Decider) plan(ctx context.Context, log logr.Logger, st *podState, pod *
 	} else {
 		log.Error(err, "reading the node; planning without node room")
 	}
-	in.OthersClaimed = d.othersClaimed(pod)
+	in.OthersClaimed, in.Reserve = d.nodeClaims(pod)
 	var quotasKnown bool
 	in.Namespace, quotasKnown = d.namespaceFor(pod, now)
 	plan, err := resize.NewPlan(in)

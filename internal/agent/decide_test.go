@@ -291,6 +291,33 @@ func throttled(at time.Time, limitMillis int64) Point {
 	}, MemoryLimitBytes: 128 << 20, MemoryUsageBytes: 8 << 20}
 }
 
+// TestDeciderLeavesRoomForAHigherPriorityPod: on a node a grow would fill,
+// the agent leaves free the claim of the pod there whose priority is
+// higher (resize.PreemptionReserve), so that its replacement (a rolling
+// update's surge pod) does not preempt the grown pod: the eleventh full
+// run's TestChaos lost its workload that way, to snug's own controller.
+// 2 cores: a filler of the same priority claims 1650m, a critical pod
+// 100m; the throttled pod (50m) would get 250m, gets 150m.
+func TestDeciderLeavesRoomForAHigherPriorityPod(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		pod := testPod("p", map[string]string{"app": "load"}, rl("50m", "64Mi"), rl("100m", "128Mi"))
+		filler := testPod("filler", map[string]string{"app": "filler"}, rl("1650m", "64Mi"), nil)
+		critical := testPod("critical", map[string]string{"app": "critical"}, rl("100m", "64Mi"), nil)
+		critical.Spec.Priority = new(int32(2000000000))
+		_, d, fk := newTestDecider(t, false, []*corev1.Pod{pod, filler, critical}, selectorPolicy("pol", v1alpha1.UpdateModeInPlace))
+		now := time.Now()
+		d.Observe(ctx, refOf(pod), throttled(now, 100))
+		d.PassDone(ctx)
+		waitSent(t, fk, "no resize sent after a fully throttled second")
+		r := waitResizes(t, d, pod, 1).Resizes[0]
+		got := ResourcesJSON{CPURequestMillicores: r.Containers["app"].CPURequestMillicores, CPULimitMillicores: r.Containers["app"].CPULimitMillicores}
+		if diff := cmp.Diff(ResourcesJSON{CPURequestMillicores: 150, CPULimitMillicores: 300}, got); diff != "" {
+			t.Errorf("new cpu (-want +got):\n%s\nplan: %s", diff, r.Plan)
+		}
+	})
+}
+
 // TestDeciderGrowsAThrottledContainer drives the decision step with
 // throttled samples and checks the resize it sends and what it reports.
 func TestDeciderGrowsAThrottledContainer(t *testing.T) {

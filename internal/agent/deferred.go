@@ -72,6 +72,9 @@ type fitInput struct {
 	// allocatable is the node's; othersClaimed what the other pods on it
 	// claim (resize.Claimed).
 	allocatable, othersClaimed corev1.ResourceList
+	// reserve is room left free for a higher-priority pod's replacement
+	// (resize.PreemptionReserve).
+	reserve corev1.ResourceList
 	// usage is each container's measured usage, for the planner's memory
 	// floor.
 	usage map[string]resize.Usage
@@ -144,7 +147,7 @@ func fitToNode(in fitInput) (fitResult, error) {
 	}
 	var res fitResult
 	plan, err := resize.NewPlan(resize.Input{
-		Pod: running, NodeAllocatable: in.allocatable, OthersClaimed: in.othersClaimed, Usage: in.usage, Wish: wish,
+		Pod: running, NodeAllocatable: in.allocatable, OthersClaimed: in.othersClaimed, Reserve: in.reserve, Usage: in.usage, Wish: wish,
 		// The pending values are no decrease of what runs: only usage
 		// bounds memory, not the per-plan step.
 		Options: resize.Options{NoRoom: resize.NoRoomCap, MemoryHeadroom: 1e-6, MaxMemoryDecreaseFraction: 1},
@@ -352,7 +355,7 @@ func (d *Decider) handleDeferred(ctx context.Context, log logr.Logger, st *podSt
 	if node, err := d.cfg.Node(); err == nil && node != nil {
 		in.allocatable = node.Status.Allocatable
 	}
-	in.othersClaimed = d.othersClaimed(pod)
+	in.othersClaimed, in.reserve = d.nodeClaims(pod)
 	fit, err := fitToNode(in)
 	if err != nil {
 		log.Error(err, "fitting a deferred resize to the node")

@@ -40,6 +40,42 @@ func Claimed(pods []corev1.Pod, exclude types.UID) corev1.ResourceList {
 	return total
 }
 
+// PreemptionReserve returns the room a grow of pod should leave free on its
+// node: per resource, the largest claim (as Claimed counts it) of another
+// pod there whose priority is higher than pod's and which may preempt
+// (spec.preemptionPolicy is not Never). Such a pod's replacement (a rolling
+// update's surge pod, a DaemonSet's new pod, a controller's replica made
+// again) needs its room; on a node that a grow has filled, the scheduler
+// makes that room by preempting a lower-priority pod, the grown one
+// included, which is the restart in-place resizing is there to avoid. The
+// largest, not the sum: rollouts replace one pod at a time. Pods in phase
+// Succeeded or Failed and pod itself are skipped; terminating pods count
+// (their replacement is the one coming). The result is never nil.
+func PreemptionReserve(pods []corev1.Pod, pod *corev1.Pod) corev1.ResourceList {
+	reserve := corev1.ResourceList{}
+	own := priority(pod)
+	for i := range pods {
+		o := &pods[i]
+		if o.UID == pod.UID || o.Status.Phase == corev1.PodSucceeded || o.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		if priority(o) <= own || (o.Spec.PreemptionPolicy != nil && *o.Spec.PreemptionPolicy == corev1.PreemptNever) {
+			continue
+		}
+		maxList(reserve, podRequests(o, true))
+	}
+	return reserve
+}
+
+// priority is the pod's resolved priority (spec.priority, set at admission
+// from its priority class; 0 when unset).
+func priority(pod *corev1.Pod) int32 {
+	if pod.Spec.Priority == nil {
+		return 0
+	}
+	return *pod.Spec.Priority
+}
+
 // SpecRequests returns the pod's requests as the kubelet adds them up to
 // judge a resize it is asked for: from the spec only (containers, init
 // containers and sidecars as Claimed combines them, pod-level requests,

@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -162,5 +163,75 @@ func TestCurrentQoSPrefersStatus(t *testing.T) {
 	pod.Status.QOSClass = corev1.PodQOSBurstable
 	if got := currentQoS(pod); got != corev1.PodQOSBurstable {
 		t.Errorf("currentQoS() = %s, want the stored Burstable", got)
+	}
+}
+
+// TestPreemptionReserve: the largest claim, per resource, of the other
+// pods with a higher priority that may preempt; equal or lower priorities,
+// PreemptNever, finished pods and the pod itself leave nothing.
+func TestPreemptionReserve(t *testing.T) {
+	prio := func(p int32) func(*corev1.Pod) { return func(pod *corev1.Pod) { pod.Spec.Priority = &p } }
+	never := corev1.PreemptNever
+	me := newPod("me").with(ctr("app", "1", "1Gi")).edit(prio(0)).get()
+	tests := []struct {
+		name string
+		pods []*corev1.Pod
+		want map[string]string
+	}{
+		{name: "alone", pods: []*corev1.Pod{me}, want: map[string]string{}},
+		{
+			name: "the largest of each resource, not the sum",
+			pods: []*corev1.Pod{
+				me,
+				newPod("agent").with(ctr("a", "100m", "256Mi")).edit(prio(2000001000)).get(),
+				newPod("controller").with(ctr("c", "300m", "64Mi")).edit(prio(2000000000)).get(),
+			},
+			want: map[string]string{"cpu": "300m", "memory": "256Mi"},
+		},
+		{
+			name: "equal, lower and unset priorities leave nothing",
+			pods: []*corev1.Pod{
+				me,
+				newPod("peer").with(ctr("a", "2", "")).edit(prio(0)).get(),
+				newPod("unset").with(ctr("a", "2", "")).get(),
+				newPod("low").with(ctr("a", "2", "")).edit(prio(-10)).get(),
+			},
+			want: map[string]string{},
+		},
+		{
+			name: "a pod that never preempts, a finished one",
+			pods: []*corev1.Pod{
+				me,
+				newPod("polite").with(ctr("a", "2", "")).edit(prio(1000)).edit(func(p *corev1.Pod) { p.Spec.PreemptionPolicy = &never }).get(),
+				newPod("done").with(ctr("a", "2", "")).edit(prio(1000)).phase(corev1.PodSucceeded).get(),
+				newPod("terminating").with(ctr("a", "150m", "")).edit(prio(1000)).edit(func(p *corev1.Pod) {
+					p.DeletionTimestamp = &metav1.Time{Time: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+				}).get(),
+			},
+			want: map[string]string{"cpu": "150m"},
+		},
+		{
+			name: "a low-priority pod reserves for the others too",
+			pods: []*corev1.Pod{
+				newPod("me").with(ctr("app", "1", "")).edit(prio(-5)).get(),
+				newPod("default").with(ctr("a", "400m", "")).get(),
+			},
+			want: map[string]string{"cpu": "400m"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var pods []corev1.Pod
+			for _, p := range tc.pods {
+				pods = append(pods, *p)
+			}
+			got := map[string]string{}
+			for k, v := range PreemptionReserve(pods, tc.pods[0]) {
+				got[string(k)] = v.String()
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("PreemptionReserve() (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -122,6 +122,13 @@ func fuzzInput(data []byte) Input {
 			in.NodeAllocatable[r.name()] = quantity(r, alloc, nil)
 			in.OthersClaimed[r.name()] = quantity(r, alloc*int64(f.pick(100))/100, nil)
 		}
+		if f.pick(2) == 0 {
+			in.Reserve = corev1.ResourceList{}
+			for _, r := range resources {
+				alloc, _ := unitsOf(in.NodeAllocatable, r)
+				in.Reserve[r.name()] = quantity(r, alloc*int64(f.pick(30))/100, nil)
+			}
+		}
 	}
 	in.Options = Options{
 		AllowRestart: f.pick(2) == 0,

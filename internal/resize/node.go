@@ -25,11 +25,11 @@ func (p *planner) fitNode() *Refusal {
 	curTotal := podRequests(p.pod, false)
 	newTotal := podRequests(p.apply(), false)
 	type shortfall struct {
-		r                   res
-		need, alloc, others int64
-		infeasible          bool
+		r                            res
+		need, alloc, others, reserve int64
+		infeasible                   bool
 	}
-	var short []shortfall
+	var short, reserved []shortfall
 	for _, r := range resources {
 		need, _ := unitsOf(newTotal, r)
 		have, _ := unitsOf(curTotal, r)
@@ -38,9 +38,19 @@ func (p *planner) fitNode() *Refusal {
 			continue
 		}
 		others, _ := unitsOf(p.in.OthersClaimed, r)
-		if need > allocUnits || need > allocUnits-others {
-			short = append(short, shortfall{r: r, need: need, alloc: allocUnits, others: others, infeasible: need > allocUnits})
+		reserve, _ := unitsOf(p.in.Reserve, r)
+		s := shortfall{r: r, need: need, alloc: allocUnits, others: others, reserve: reserve, infeasible: need > allocUnits}
+		switch {
+		case need > allocUnits || need > allocUnits-others:
+			short = append(short, s)
+		case p.opts.NoRoom == NoRoomCap && need > allocUnits-others-reserve:
+			// The kubelet would grant it; a higher-priority pod's
+			// replacement would then preempt this pod.
+			reserved = append(reserved, s)
 		}
+	}
+	for _, s := range reserved {
+		p.capToRoom(s.r, max(s.alloc-s.others-s.reserve, have(curTotal, s.r)), "to leave "+format(s.r, s.reserve)+" free for the replacement of a higher-priority pod on the node")
 	}
 	if len(short) == 0 {
 		return nil
@@ -60,7 +70,11 @@ func (p *planner) fitNode() *Refusal {
 		return nil
 	case NoRoomCap:
 		for _, s := range short {
-			p.capToRoom(s.r, s.alloc-s.others)
+			if s.reserve > 0 {
+				p.capToRoom(s.r, max(s.alloc-s.others-s.reserve, have(curTotal, s.r)), "to fit on the node and leave "+format(s.r, s.reserve)+" free for the replacement of a higher-priority pod")
+			} else {
+				p.capToRoom(s.r, s.alloc-s.others, "to fit on the node")
+			}
 		}
 		p.predicted = WouldApply
 		return nil
@@ -75,17 +89,25 @@ func (p *planner) fitNode() *Refusal {
 }
 
 // capToRoom keeps the largest common fraction of every container's increase
-// of r such that the pod's total request of r fits in room.
-func (p *planner) capToRoom(r res, room int64) {
+// of r such that the pod's total request of r fits in room; why ends the
+// note ("to fit on the node").
+func (p *planner) capToRoom(r res, room int64, why string) {
 	p.capFraction(r, func() bool {
 		total, _ := unitsOf(podRequests(p.apply(), false), r)
 		return total <= room
 	})
 	for _, t := range p.targets {
 		if t.next[r] != t.wanted[r] {
-			p.note(t, r, CappedToNodeRoom, "%s request increase to %s cut to %s to fit on the node", r.name(), format(r, t.wanted[r].req.units), format(r, t.next[r].req.units))
+			p.note(t, r, CappedToNodeRoom, "%s request increase to %s cut to %s %s", r.name(), format(r, t.wanted[r].req.units), format(r, t.next[r].req.units), why)
 		}
 	}
+}
+
+// have is the pod's current total request of r (0 when unset): a cap never
+// takes the pod below what it has.
+func have(total corev1.ResourceList, r res) int64 {
+	u, _ := unitsOf(total, r)
+	return u
 }
 
 // capPair keeps f/capScale of the wanted increase of r's request and scales

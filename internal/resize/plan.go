@@ -18,6 +18,13 @@ type Input struct {
 	// OthersClaimed is what the other pods on the node claim, as Claimed
 	// computes it. Nil means nothing.
 	OthersClaimed corev1.ResourceList
+	// Reserve is room a grow leaves free beside OthersClaimed, as
+	// PreemptionReserve computes it: the kubelet would grant a grow into
+	// it, but the replacement of a higher-priority pod would then preempt
+	// this one. Only Options.NoRoom NoRoomCap honours it (an increase is
+	// cut to leave it, noted CappedToNodeRoom); Refuse and Send judge the
+	// kubelet's room alone. Nil means none.
+	Reserve corev1.ResourceList
 	// Namespace is what the pod's namespace allows: its ResourceQuotas'
 	// room and its LimitRanges. Nil: not checked.
 	Namespace *Namespace

@@ -17,8 +17,10 @@ type planCase struct {
 	usage  map[string]Usage
 	node   corev1.ResourceList // nil: bigNode; use noNode for none
 	others corev1.ResourceList
-	ns     *Namespace
-	opts   Options
+	// reserve is Input.Reserve (PreemptionReserve).
+	reserve corev1.ResourceList
+	ns      *Namespace
+	opts    Options
 
 	want          map[string]string // container -> summary of new values
 	wantReason    Reason
@@ -33,7 +35,7 @@ func runPlanCases(t *testing.T, cases []planCase) {
 	t.Helper()
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			in := Input{Pod: tc.pod, Wish: Wish{Containers: tc.wish}, Usage: tc.usage, OthersClaimed: tc.others, Namespace: tc.ns, Options: tc.opts}
+			in := Input{Pod: tc.pod, Wish: Wish{Containers: tc.wish}, Usage: tc.usage, OthersClaimed: tc.others, Reserve: tc.reserve, Namespace: tc.ns, Options: tc.opts}
 			switch {
 			case tc.node == nil:
 				in.NodeAllocatable = bigNode
@@ -558,6 +560,42 @@ func TestNewPlanNodeRoom(t *testing.T) {
 			node: node, others: rl("cpu=1400m"),
 			wish:       []ContainerWish{aim("app", nil, "cpu=500m")},
 			wantReason: ReasonWouldDefer,
+		},
+		{
+			// 2 - 1 - 300m leaves 700m for the pod: the kubelet would
+			// grant 1, but a higher-priority pod's replacement would
+			// then preempt this one.
+			name: "capped to leave the reserve", pod: pod, node: node, others: rl("cpu=1"), reserve: rl("cpu=300m"), wish: grow,
+			opts:    Options{NoRoom: NoRoomCap},
+			want:    map[string]string{"app": "cpu=700m/1400m memory=128Mi/256Mi"},
+			wantAdj: nil,
+		},
+		{
+			name: "grow into the reserve cut", pod: pod, node: node, others: rl("cpu=1"), reserve: rl("cpu=500m"), wish: grow,
+			opts:    Options{NoRoom: NoRoomCap},
+			want:    map[string]string{"app": "cpu=500m/1 memory=128Mi/256Mi"},
+			wantAdj: []Adjustment{CappedToNodeRoom},
+		},
+		{
+			name: "short of room and reserve: cut to leave both", pod: pod, node: node, others: others, reserve: rl("cpu=200m"), wish: grow,
+			opts:    Options{NoRoom: NoRoomCap},
+			want:    map[string]string{"app": "cpu=400m/800m memory=128Mi/256Mi"},
+			wantAdj: []Adjustment{CappedToNodeRoom},
+		},
+		{
+			name: "reserve beyond what the pod has: no increase", pod: pod, node: node, others: rl("cpu=1"), reserve: rl("cpu=900m"), wish: grow,
+			opts:    Options{NoRoom: NoRoomCap},
+			wantAdj: []Adjustment{CappedToNodeRoom},
+		},
+		{
+			name: "refuse judges the kubelet's room alone", pod: pod, node: node, others: rl("cpu=1"), reserve: rl("cpu=500m"), wish: grow,
+			want: map[string]string{"app": "cpu=700m/1400m memory=128Mi/256Mi"},
+		},
+		{
+			name: "a decrease ignores the reserve", pod: pod, node: node, others: rl("cpu=10"), reserve: rl("cpu=10"),
+			opts: Options{NoRoom: NoRoomCap},
+			wish: []ContainerWish{aim("app", nil, "cpu=100m")},
+			want: map[string]string{"app": "cpu=100m/200m memory=128Mi/256Mi"},
 		},
 		{
 			name: "memory capped, cpu kept", pod: pod, node: node, others: rl("cpu=1", "memory=3Gi"),
