@@ -89,17 +89,18 @@ var tiers = map[string]string{
 	"TestTraceSelectorFollowsPods":     tierCore,
 
 	// full
-	"TestV2Node":           tierFull,
-	"TestChaos":            tierFull,
-	"TestChaosMemorySpike": tierFull,
-	"TestUpstreamVPA":      tierFull,
-	"TestDemo":             tierFull,
-	"TestBenchReaction":    tierFull,
-	"TestBenchQoS":         tierFull,
-	"TestPrometheus":       tierFull,
-	"TestLabInstall":       tierFull,
-	"TestAgentWrites":      tierFull,
-	"TestKwokStages":       tierFull,
+	"TestV2Node":                          tierFull,
+	"TestChaos":                           tierFull,
+	"TestGrowLeavesRoomForHigherPriority": tierFull,
+	"TestChaosMemorySpike":                tierFull,
+	"TestUpstreamVPA":                     tierFull,
+	"TestDemo":                            tierFull,
+	"TestBenchReaction":                   tierFull,
+	"TestBenchQoS":                        tierFull,
+	"TestPrometheus":                      tierFull,
+	"TestLabInstall":                      tierFull,
+	"TestAgentWrites":                     tierFull,
+	"TestKwokStages":                      tierFull,
 }
 
 // smokeTests are the core tests the smoke tier runs.
