@@ -461,7 +461,11 @@ func printTarget(out io.Writer, t *actuate.Target) {
 		fmt.Fprintf(out, "  node %s", pod.Spec.NodeName)
 		if cpu, ok := t.NodeAllocatable[corev1.ResourceCPU]; ok {
 			others := t.OthersClaimed[corev1.ResourceCPU]
-			fmt.Fprintf(out, " (cpu: %s allocatable, %s claimed by other pods)", cpu.String(), others.String())
+			fmt.Fprintf(out, " (cpu: %s allocatable, %s claimed by other pods", cpu.String(), others.String())
+			if reserve := t.Reserve[corev1.ResourceCPU]; !reserve.IsZero() {
+				fmt.Fprintf(out, ", %s kept for a higher-priority pod's replacement", reserve.String())
+			}
+			fmt.Fprint(out, ")")
 		}
 	}
 	fmt.Fprintln(out)

@@ -39,6 +39,11 @@ func (p *planner) fitNode() *Refusal {
 		}
 		others, _ := unitsOf(p.in.OthersClaimed, r)
 		reserve, _ := unitsOf(p.in.Reserve, r)
+		if r == memory {
+			// A memory grow cut short is an OOM kill now, to spare a
+			// preemption that may come later: memory leaves no reserve.
+			reserve = 0
+		}
 		s := shortfall{r: r, need: need, alloc: allocUnits, others: others, reserve: reserve, infeasible: need > allocUnits}
 		switch {
 		case need > allocUnits || need > allocUnits-others:
@@ -50,7 +55,7 @@ func (p *planner) fitNode() *Refusal {
 		}
 	}
 	for _, s := range reserved {
-		p.capToRoom(s.r, max(s.alloc-s.others-s.reserve, have(curTotal, s.r)), "to leave "+format(s.r, s.reserve)+" free for the replacement of a higher-priority pod on the node")
+		p.capToRoom(s.r, max(s.alloc-s.others-s.reserve, currentUnits(curTotal, s.r)), "to leave "+format(s.r, s.reserve)+" free for the replacement of a higher-priority pod on the node")
 	}
 	if len(short) == 0 {
 		return nil
@@ -71,7 +76,7 @@ func (p *planner) fitNode() *Refusal {
 	case NoRoomCap:
 		for _, s := range short {
 			if s.reserve > 0 {
-				p.capToRoom(s.r, max(s.alloc-s.others-s.reserve, have(curTotal, s.r)), "to fit on the node and leave "+format(s.r, s.reserve)+" free for the replacement of a higher-priority pod")
+				p.capToRoom(s.r, max(s.alloc-s.others-s.reserve, currentUnits(curTotal, s.r)), "to fit on the node and leave "+format(s.r, s.reserve)+" free for the replacement of a higher-priority pod")
 			} else {
 				p.capToRoom(s.r, s.alloc-s.others, "to fit on the node")
 			}
@@ -103,9 +108,9 @@ func (p *planner) capToRoom(r res, room int64, why string) {
 	}
 }
 
-// have is the pod's current total request of r (0 when unset): a cap never
-// takes the pod below what it has.
-func have(total corev1.ResourceList, r res) int64 {
+// currentUnits is the pod's current total request of r (0 when unset): a
+// cap never takes the pod below what it has.
+func currentUnits(total corev1.ResourceList, r res) int64 {
 	u, _ := unitsOf(total, r)
 	return u
 }

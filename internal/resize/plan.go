@@ -22,8 +22,9 @@ type Input struct {
 	// PreemptionReserve computes it: the kubelet would grant a grow into
 	// it, but the replacement of a higher-priority pod would then preempt
 	// this one. Only Options.NoRoom NoRoomCap honours it (an increase is
-	// cut to leave it, noted CappedToNodeRoom); Refuse and Send judge the
-	// kubelet's room alone. Nil means none.
+	// cut to leave it, noted CappedToNodeRoom), and only for cpu: a memory
+	// grow cut short is an OOM kill now, worse than a preemption that may
+	// come. Refuse and Send judge the kubelet's room alone. Nil means none.
 	Reserve corev1.ResourceList
 	// Namespace is what the pod's namespace allows: its ResourceQuotas'
 	// room and its LimitRanges. Nil: not checked.

@@ -592,6 +592,15 @@ func TestNewPlanNodeRoom(t *testing.T) {
 			want: map[string]string{"app": "cpu=700m/1400m memory=128Mi/256Mi"},
 		},
 		{
+			// 4Gi - 3Gi leaves 1Gi: the kubelet's room, not less the
+			// reserve (an OOM kill now is worse than a preemption later).
+			name: "memory leaves no reserve", pod: pod, node: node, others: rl("cpu=1", "memory=3Gi"), reserve: rl("memory=512Mi"),
+			wish:    []ContainerWish{aim("app", nil, "cpu=500m", "memory=2Gi")},
+			opts:    Options{NoRoom: NoRoomCap},
+			want:    map[string]string{"app": "cpu=500m/1 memory=1Gi/2Gi"},
+			wantAdj: []Adjustment{CappedToNodeRoom},
+		},
+		{
 			name: "a decrease ignores the reserve", pod: pod, node: node, others: rl("cpu=10"), reserve: rl("cpu=10"),
 			opts: Options{NoRoom: NoRoomCap},
 			wish: []ContainerWish{aim("app", nil, "cpu=100m")},

@@ -5,6 +5,8 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -65,8 +67,20 @@ func TestGrowLeavesRoomForHigherPriority(t *testing.T) {
 		TargetRef:    deploymentRef("load"),
 		UpdatePolicy: &v1alpha1.PodUpdatePolicy{UpdateMode: v1alpha1.UpdateModeInPlace},
 	})
-	pod := createAutoscaleDeployment(t, ns, "load", "") // cpu 50m/100m
-	id := getPod(t, ns, pod).Status.ContainerStatuses[0].ContainerID
+	// 100m/200m: a fully throttled second grows the request 5x (censored),
+	// 100m -> 500m -> 2500m, and the second grow passes the node's room, so
+	// the cut to it (less the reserve) comes within seconds, not after the
+	// agent's one-minute warm-up.
+	pods, err := experiment.LoadDeployment{
+		Name: "load", Replicas: 1, LoadDir: labOpts.LoadDir(), Args: []string{"--cpu=50m"},
+		CPURequest: "100m", CPULimit: "200m", MemoryRequest: "64Mi", MemoryLimit: "128Mi",
+	}.Create(ctx, client, ns, 2*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := pods[0].Name
+	t.Cleanup(func() { os.Remove(filepath.Join(labOpts.LoadDir(), pod)) })
+	id := pods[0].Status.ContainerStatuses[0].ContainerID
 	// More than the node has: the agent grows until the node's room stops
 	// it, less the reserve.
 	step := writeLoad(t, pod, "cpu=4000m")
