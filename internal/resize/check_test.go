@@ -295,32 +295,22 @@ func checkResult(t testing.TB, in Input, plan *Plan, err error) {
 	if len(plan.Restarts()) > 0 && !opts.AllowRestart {
 		t.Fatalf("restarts %v planned without AllowRestart", plan.Restarts())
 	}
-	if in.NodeAllocatable != nil && opts.NoRoom == NoRoomCap {
-		// A capped grow leaves the reserve free, or grows nothing.
+	if in.NodeAllocatable != nil {
 		oldTotal, newTotal := podRequests(old, false), podRequests(got, false)
 		for _, r := range resources {
 			n, _ := unitsOf(newTotal, r)
 			o, _ := unitsOf(oldTotal, r)
 			alloc, ok := unitsOf(in.NodeAllocatable, r)
 			others, _ := unitsOf(in.OthersClaimed, r)
-			reserve, _ := unitsOf(in.Reserve, r)
-			if r == memory {
-				reserve = 0 // memory leaves none
+			if !ok || n <= o {
+				continue
 			}
-			if ok && n > o && n > alloc-others-reserve {
-				t.Fatalf("%s total %d grew from %d into the reserve: more than %d-%d-%d", r.name(), n, o, alloc, others, reserve)
-			}
-		}
-	}
-	if in.NodeAllocatable != nil && plan.Predicted == WouldApply {
-		oldTotal, newTotal := podRequests(old, false), podRequests(got, false)
-		for _, r := range resources {
-			n, _ := unitsOf(newTotal, r)
-			o, _ := unitsOf(oldTotal, r)
-			alloc, ok := unitsOf(in.NodeAllocatable, r)
-			others, _ := unitsOf(in.OthersClaimed, r)
-			if ok && n > o && n > alloc-others {
+			if plan.Predicted == WouldApply && n > alloc-others {
 				t.Fatalf("%s total %d does not fit in %d-%d but predicted WouldApply", r.name(), n, alloc, others)
+			}
+			// A capped cpu grow leaves the reserve free, or grows nothing.
+			if reserve, _ := unitsOf(in.Reserve, r); opts.NoRoom == NoRoomCap && r != memory && n > alloc-others-reserve {
+				t.Fatalf("%s total %d grew from %d into the reserve: more than %d-%d-%d", r.name(), n, o, alloc, others, reserve)
 			}
 		}
 	}

@@ -108,11 +108,7 @@ func TestClaimed(t *testing.T) {
 			for _, p := range tc.pods {
 				pods = append(pods, *p)
 			}
-			got := map[string]string{}
-			for k, v := range Claimed(pods, tc.exclude) {
-				got[string(k)] = v.String()
-			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
+			if diff := cmp.Diff(tc.want, listStrings(Claimed(pods, tc.exclude))); diff != "" {
 				t.Errorf("Claimed() (-want +got):\n%s", diff)
 			}
 		})
@@ -225,13 +221,18 @@ func TestPreemptionReserve(t *testing.T) {
 			for _, p := range tc.pods {
 				pods = append(pods, *p)
 			}
-			got := map[string]string{}
-			for k, v := range PreemptionReserve(pods, tc.pods[0]) {
-				got[string(k)] = v.String()
-			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
+			if diff := cmp.Diff(tc.want, listStrings(PreemptionReserve(pods, tc.pods[0]))); diff != "" {
 				t.Errorf("PreemptionReserve() (-want +got):\n%s", diff)
 			}
 		})
 	}
+}
+
+// listStrings is a resource list as name -> quantity string.
+func listStrings(l corev1.ResourceList) map[string]string {
+	out := map[string]string{}
+	for k, v := range l {
+		out[string(k)] = v.String()
+	}
+	return out
 }
