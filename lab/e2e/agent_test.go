@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"net"
 	"net/http"
@@ -236,23 +235,11 @@ func (a *agentProc) metrics(t *testing.T) string {
 	t.Helper()
 	url, body := a.base+"/metrics", ""
 	waitFor(t, "the agent's "+url, time.Minute, func() (bool, error) {
-		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
-		if err != nil {
-			return false, err
+		code, b, err := httpTry(t.Context(), a.snug.HTTP, url, a.token)
+		if err == nil && code != http.StatusOK {
+			return false, fmt.Errorf("GET %s: %d %q", url, code, b)
 		}
-		if a.token != "" {
-			req.Header.Set("Authorization", "Bearer "+a.token)
-		}
-		resp, err := a.snug.HTTP.Do(req)
-		if err == nil {
-			var b []byte
-			b, err = io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if err == nil && resp.StatusCode != http.StatusOK {
-				return false, fmt.Errorf("GET %s: %d %q", url, resp.StatusCode, b)
-			}
-			body = string(b)
-		}
+		body = b
 		if unanswered(t, err) {
 			t.Logf("GET %s: no answer in time, asking again: %v", url, err)
 			return false, nil

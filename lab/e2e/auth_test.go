@@ -3,6 +3,8 @@
 package e2e
 
 import (
+	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -189,21 +191,31 @@ func httpGet(t *testing.T, url, token string) (int, string) {
 // httpDo is httpGet through c.
 func httpDo(t *testing.T, c *http.Client, url, token string) (int, string) {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
+	code, body, err := httpTry(t.Context(), c, url, token)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return code, body
+}
+
+// httpTry is one GET of url through c with an optional bearer token: the
+// status and the body, or what went wrong.
+func httpTry(ctx context.Context, c *http.Client, url, token string) (int, string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, "", err
 	}
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	resp, err := c.Do(req)
 	if err != nil {
-		t.Fatalf("GET %s: %v", url, err)
+		return 0, "", fmt.Errorf("GET %s: %w", url, err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		t.Fatalf("GET %s: %v", url, err)
+		return 0, "", fmt.Errorf("GET %s: %w", url, err)
 	}
-	return resp.StatusCode, string(b)
+	return resp.StatusCode, string(b), nil
 }
