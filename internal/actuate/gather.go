@@ -42,8 +42,9 @@ func (t *Target) Input(wish resize.Wish, usage map[string]resize.Usage, opts res
 
 // Gather reads the pod namespace/name, its node's allocatable, the claims
 // of the other pods on that node (listed with the field selector
-// spec.nodeName) and the room to leave there for a higher-priority pod. A missing pod is an error wrapping ErrPodNotFound that
-// says whether the namespace exists at all.
+// spec.nodeName) and the room to leave there for a higher-priority pod. A
+// missing pod is an error wrapping ErrPodNotFound that says whether the
+// namespace exists at all.
 func (a *Actuator) Gather(ctx context.Context, namespace, name string) (*Target, error) {
 	pod, err := a.Client.GetPod(ctx, namespace, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {

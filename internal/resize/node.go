@@ -27,7 +27,10 @@ func (p *planner) fitNode() *Refusal {
 	type shortfall struct {
 		r                            res
 		need, alloc, others, reserve int64
-		infeasible                   bool
+		// room is what a cap lets the pod have: the kubelet's room, or
+		// with a reserve that room less it, never below what it has.
+		room       int64
+		infeasible bool
 	}
 	var short, reserved []shortfall
 	for _, r := range resources {
@@ -44,18 +47,21 @@ func (p *planner) fitNode() *Refusal {
 			// preemption that may come later: memory leaves no reserve.
 			reserve = 0
 		}
-		s := shortfall{r: r, need: need, alloc: allocUnits, others: others, reserve: reserve, infeasible: need > allocUnits}
+		s := shortfall{r: r, need: need, alloc: allocUnits, others: others, reserve: reserve, room: allocUnits - others, infeasible: need > allocUnits}
+		if reserve > 0 {
+			s.room = max(s.room-reserve, have)
+		}
 		switch {
 		case need > allocUnits || need > allocUnits-others:
 			short = append(short, s)
-		case p.opts.NoRoom == NoRoomCap && need > allocUnits-others-reserve:
+		case p.opts.NoRoom == NoRoomCap && need > s.room:
 			// The kubelet would grant it; a higher-priority pod's
 			// replacement would then preempt this pod.
 			reserved = append(reserved, s)
 		}
 	}
 	for _, s := range reserved {
-		p.capToRoom(s.r, max(s.alloc-s.others-s.reserve, currentUnits(curTotal, s.r)), "to leave "+format(s.r, s.reserve)+" free for the replacement of a higher-priority pod on the node")
+		p.capToRoom(s.r, s.room, "to leave "+format(s.r, s.reserve)+" free for the replacement of a higher-priority pod on the node")
 	}
 	if len(short) == 0 {
 		return nil
@@ -75,11 +81,11 @@ func (p *planner) fitNode() *Refusal {
 		return nil
 	case NoRoomCap:
 		for _, s := range short {
+			why := "to fit on the node"
 			if s.reserve > 0 {
-				p.capToRoom(s.r, max(s.alloc-s.others-s.reserve, currentUnits(curTotal, s.r)), "to fit on the node and leave "+format(s.r, s.reserve)+" free for the replacement of a higher-priority pod")
-			} else {
-				p.capToRoom(s.r, s.alloc-s.others, "to fit on the node")
+				why += " and leave " + format(s.r, s.reserve) + " free for the replacement of a higher-priority pod"
 			}
+			p.capToRoom(s.r, s.room, why)
 		}
 		p.predicted = WouldApply
 		return nil
@@ -106,13 +112,6 @@ func (p *planner) capToRoom(r res, room int64, why string) {
 			p.note(t, r, CappedToNodeRoom, "%s request increase to %s cut to %s %s", r.name(), format(r, t.wanted[r].req.units), format(r, t.next[r].req.units), why)
 		}
 	}
-}
-
-// currentUnits is the pod's current total request of r (0 when unset): a
-// cap never takes the pod below what it has.
-func currentUnits(total corev1.ResourceList, r res) int64 {
-	u, _ := unitsOf(total, r)
-	return u
 }
 
 // capPair keeps f/capScale of the wanted increase of r's request and scales
