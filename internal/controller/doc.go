@@ -8,12 +8,15 @@
 // when the policy says so (InPlaceOrRecreate, deferred action Evict), through
 // the Eviction API and never below minReplicas ready pods.
 //
-// The reconciler is thin: it reads from informer caches, calls small pure
-// functions (resolve.go, status.go, hpa.go, overlap.go, history.go,
-// evict.go) and writes what differs. Event handlers only enqueue.
+// Its three reconcilers (checkpoints, status, disruption), each with its
+// own workqueue, are thin: they read from shared informer caches, call
+// small pure functions (resolve.go, status.go, hpa.go, overlap.go,
+// history.go, evict.go) and write what differs. Event handlers only
+// enqueue.
 //
-// It does not size pods or send resizes (the node agent does, per node),
-// and it does not elect a leader or serve metrics (internal/cli does, and
-// runs a Controller only while it leads). docs/controller.md describes the
-// checkpoint and snapshot contract with the agent.
+// It does not size pods or send resizes (the node agent does, per node).
+// Run (run.go) starts the informers, elects a leader (lead.go: the Lease is
+// released only after the leader's work has returned), serves metrics and
+// runs the reconcilers only while it leads. docs/controller.md describes
+// the checkpoint and snapshot contract with the agent.
 package controller

@@ -14,7 +14,7 @@ type Metrics struct {
 	evictions         *prometheus.CounterVec
 	restartWindows    *prometheus.CounterVec
 	checkpointWrites  *prometheus.CounterVec
-	// Leader is 1 while this process leads, else 0; internal/cli sets it.
+	// Leader is 1 while this process leads, else 0; Run sets it.
 	Leader prometheus.Gauge
 }
 

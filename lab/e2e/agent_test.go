@@ -29,8 +29,8 @@ import (
 	"github.com/snug-dev/snug/lab/internal/lab"
 )
 
-// TestAgent runs the real `snug-agent` binary as a host process against the
-// lab and holds what its JSON API says to what snug-load pods do: a CPU
+// TestAgent installs snug's agent with the chart (no controller) on the lab
+// and holds what its JSON API says to what snug-load pods do: a CPU
 // level, throttling after a load step, a memory level, an OOM kill, and a
 // deleted pod leaving the API and /metrics.
 func TestAgent(t *testing.T) { agentSuite(t, labOpts.NodeName) }

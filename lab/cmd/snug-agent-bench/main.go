@@ -1,5 +1,5 @@
 // Command snug-agent-bench runs the agent's loop over a generated node and
-// prints its CPU and memory cost (internal/agent/agentbench). It links what
+// prints its CPU and memory cost (lab/internal/agentbench). It links what
 // snug-agent links plus the generated node, so the RSS it prints is the
 // agent's; snug-lab bench agent starts it (use that).
 package main
