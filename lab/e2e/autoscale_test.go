@@ -469,7 +469,17 @@ func assertInPlace(t *testing.T, ns, name, containerID string, qos corev1.PodQOS
 func (a *agentProc) waitAutoscale(t *testing.T, ns, pod string, timeout time.Duration, cond func(agent.ContainerJSON) bool) agent.ContainerJSON {
 	t.Helper()
 	var got agent.ContainerJSON
+	var gotAt time.Time
 	slow := 0
+	done := false
+	defer func() {
+		// A wait that ends without its condition says what the agent saw
+		// last, so that a failure names its cause (a starved container, a
+		// decision held, a resize refused) instead of only its timeout.
+		if !done && !gotAt.IsZero() {
+			t.Logf("the agent's last view of %s/%s, read at %s:\n%s", ns, pod, gotAt.Format("15:04:05.000"), describeView(got))
+		}
+	}()
 	waitFor(t, fmt.Sprintf("the agent's view of %s/%s", ns, pod), timeout, func() (bool, error) {
 		c, err := a.api().Container(t.Context(), ns, pod, "app", agent.Query{Limit: 30})
 		if errors.Is(err, agent.ErrNotSampled) {
@@ -488,10 +498,62 @@ func (a *agentProc) waitAutoscale(t *testing.T, ns, pod string, timeout time.Dur
 		if err != nil {
 			return false, err
 		}
-		got = *c
+		got, gotAt = *c, time.Now()
 		return cond(got), nil
 	})
+	done = true
 	return got
+}
+
+// describeView is the agent's view of a container in a few lines: its
+// latest samples (cpu, throttling, limits, working set), its last decision
+// and change, its resizes and any deferral.
+func describeView(c agent.ContainerJSON) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "  qos %s, cgroup %s\n", c.QOSClass, c.CgroupVersion)
+	hist := c.History
+	if len(hist) > 10 {
+		hist = hist[len(hist)-10:]
+	}
+	for _, p := range hist {
+		fmt.Fprintf(&b, "  sample %s:", p.Time.Format("15:04:05.000"))
+		if p.CPUUsageMillicores != nil {
+			fmt.Fprintf(&b, " cpu %.0fm", *p.CPUUsageMillicores)
+		}
+		if p.CPUThrottledFraction != nil {
+			fmt.Fprintf(&b, " throttled %.0f%%", *p.CPUThrottledFraction*100)
+		}
+		if p.CPULimitMillicores != nil {
+			fmt.Fprintf(&b, " cpu limit %dm", *p.CPULimitMillicores)
+		}
+		fmt.Fprintf(&b, " working set %.1fMi", float64(p.MemoryWorkingSetBytes)/(1<<20))
+		if p.MemoryLimitBytes != nil {
+			fmt.Fprintf(&b, " memory limit %.1fMi", float64(*p.MemoryLimitBytes)/(1<<20))
+		}
+		b.WriteString("\n")
+	}
+	v := c.Autoscale
+	if v == nil {
+		b.WriteString("  no autoscale view (no policy covers it, or the agent does not decide)\n")
+		return b.String()
+	}
+	fmt.Fprintf(&b, "  policy %s, mode %s %s, note %q\n", v.Policy, v.UpdateMode, v.ContainerMode, v.Note)
+	for _, d := range []struct {
+		what string
+		d    *agent.DecisionJSON
+	}{{"last decision", v.LastDecision}, {"last change", v.LastChange}} {
+		if d.d != nil {
+			fmt.Fprintf(&b, "  %s at %s: cpu %s %d (%s), memory %s %d (%s)\n", d.what, d.d.Time.Format("15:04:05.000"),
+				d.d.CPU.Action, d.d.CPU.Request, d.d.CPU.Why, d.d.Memory.Action, d.d.Memory.Request, d.d.Memory.Why)
+		}
+	}
+	for _, r := range v.Resizes {
+		fmt.Fprintf(&b, "  resize decided %s: %s, %s\n", r.DecidedAt.Format("15:04:05.000"), r.Outcome, r.Plan)
+	}
+	if v.Deferred != nil {
+		fmt.Fprintf(&b, "  deferred since %s (%s after %ds)\n", v.Deferred.Since.Format("15:04:05.000"), v.Deferred.Action, v.Deferred.AfterSeconds)
+	}
+	return strings.TrimRight(b.String(), "\n")
 }
 
 // unanswered reports whether err is a request that timed out while the
