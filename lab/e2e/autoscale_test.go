@@ -526,6 +526,10 @@ func describeView(c agent.ContainerJSON) string {
 		if p.CPULimitMillicores != nil {
 			fmt.Fprintf(&b, " cpu limit %dm", *p.CPULimitMillicores)
 		}
+		if p.Pressure != nil {
+			// Waiting for a CPU (not throttled): the guest's one vCPU busy.
+			fmt.Fprintf(&b, " cpu stalled %.0f%%", p.Pressure.CPU.SomeStalledFraction*100)
+		}
 		fmt.Fprintf(&b, " working set %.1fMi", float64(p.MemoryWorkingSetBytes)/(1<<20))
 		if p.MemoryLimitBytes != nil {
 			fmt.Fprintf(&b, " memory limit %.1fMi", float64(*p.MemoryLimitBytes)/(1<<20))
