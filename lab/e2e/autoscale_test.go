@@ -527,7 +527,7 @@ func describeView(c agent.ContainerJSON) string {
 			fmt.Fprintf(&b, " cpu limit %dm", *p.CPULimitMillicores)
 		}
 		if p.Pressure != nil {
-			// Waiting for a CPU (not throttled): the guest's one vCPU busy.
+			// Time its tasks waited for a CPU (PSI some, the last sample).
 			fmt.Fprintf(&b, " cpu stalled %.0f%%", p.Pressure.CPU.SomeStalledFraction*100)
 		}
 		fmt.Fprintf(&b, " working set %.1fMi", float64(p.MemoryWorkingSetBytes)/(1<<20))
