@@ -506,7 +506,7 @@ func (a *agentProc) waitAutoscale(t *testing.T, ns, pod string, timeout time.Dur
 }
 
 // describeView is the agent's view of a container in a few lines: its
-// latest samples (cpu, throttling, limits, working set), its last decision
+// latest samples (cpu, throttling, cpu PSI, limits, working set), its last decision
 // and change, its resizes and any deferral.
 func describeView(c agent.ContainerJSON) string {
 	var b strings.Builder
